@@ -1,0 +1,164 @@
+"""FileProvider: metadata from one JSON or YAML file, watermarks in files beside it (P-01, P-07, P-10)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from datacoolie_core.metadata.loader import read_metadata_file
+from datacoolie_core.metadata.selection import (
+    matching_schema_hints,
+    normalize_names,
+    with_shared_schema_hints,
+)
+from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
+from datacoolie_core.models.connection import Connection
+from datacoolie_core.models.dataflow import DataFlow
+from datacoolie_core.models.transform import SchemaHint
+from datacoolie_core.watermark.file_store import FileWatermarkStore
+
+WATERMARK_FOLDER = "watermarks"
+
+
+class FileProvider:
+    """Serve connections, dataflows and watermarks of one DataCoolie metadata file.
+
+    The file is read and validated once, at construction; a document with any error raises
+    :class:`~datacoolie_core.errors.MetadataError` listing them all, so nothing runs on a partly
+    valid file. Watermarks live at ``<root>/{stage}_{name}_{dataflow_id}/watermark_value.json``,
+    DataCoolie's layout, so existing state is picked up unchanged.
+
+    Args:
+        config_path: the metadata file (``.json``, ``.yaml`` or ``.yml``).
+        watermark_base_path: the watermark root itself; wins over ``state_base_path``.
+        state_base_path: a state root; watermarks go to ``<state_base_path>/watermarks``.
+            Without either, ``<folder of config_path>/watermarks``.
+
+    Example:
+        >>> provider = FileProvider("metadata/pipeline.json")
+        >>> for dataflow in provider.get_dataflows(stage="landing2silver"):
+        ...     print(dataflow.name)
+    """
+
+    def __init__(
+        self,
+        config_path: str | os.PathLike[str],
+        *,
+        watermark_base_path: str | os.PathLike[str] | None = None,
+        state_base_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.config_path = Path(config_path)
+        document = validate_document(read_metadata_file(self.config_path), file=str(self.config_path))
+        document.raise_on_errors()
+        self.document: ValidatedDocument = document
+        if watermark_base_path is not None:
+            root = Path(watermark_base_path)
+        elif state_base_path is not None:
+            root = Path(state_base_path) / WATERMARK_FOLDER
+        else:
+            root = self.config_path.parent / WATERMARK_FOLDER
+        self.watermark_base_path = root
+        self._store = FileWatermarkStore(root)
+        self._connections = {c.name: c for c in document.connections}
+        self._connections_by_id = {str(c.connection_id): c for c in document.connections}
+        self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
+        self._attached = {
+            id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()
+        }
+
+    # --- connections ----------------------------------------------------------------------
+
+    def get_connections(self, active_only: bool = True) -> list[Connection]:
+        return [c for c in self._connections.values() if c.is_active or not active_only]
+
+    def get_connection_by_name(self, name: str) -> Connection | None:
+        return self._connections.get(name)
+
+    def get_connection_by_id(self, connection_id: str) -> Connection | None:
+        return self._connections_by_id.get(connection_id)
+
+    # --- dataflows ------------------------------------------------------------------------
+
+    def get_dataflows(
+        self,
+        stage: str | Sequence[str] | None = None,
+        active_only: bool = True,
+        attach_schema_hints: bool = True,
+    ) -> list[DataFlow]:
+        """Dataflows in document order, filtered by stage (``"a"``, ``"a,b"``, ``["a", "b"]``).
+
+        ``None`` or ``""`` selects every stage. Stage order implies no execution order. Shared
+        ``schema_hints`` are attached unless the dataflow has its own or ``attach_schema_hints`` is off.
+        """
+        stages = set(normalize_names(stage))
+        pool = self._attached if attach_schema_hints else self._dataflows
+        return [
+            d
+            for d in pool.values()
+            if (not stages or d.stage in stages) and (d.is_active or not active_only)
+        ]
+
+    def get_dataflow_by_id(self, dataflow_id: str, attach_schema_hints: bool = True) -> DataFlow | None:
+        return (self._attached if attach_schema_hints else self._dataflows).get(dataflow_id)
+
+    def get_maintenance_dataflows(
+        self, connection: str | Sequence[str] | None = None, active_only: bool = True
+    ) -> list[DataFlow]:
+        """Dataflows writing lakehouse tables, optionally only those of the named (or id'd) connections."""
+        wanted = set(normalize_names(connection))
+        return [
+            d
+            for d in self.get_dataflows(active_only=active_only, attach_schema_hints=False)
+            if d.destination.connection.is_lakehouse
+            and (not wanted or {d.destination.connection.name, str(d.destination.connection.connection_id)} & wanted)
+        ]
+
+    def get_schema_hints(self, connection_id: str, table_name: str, schema_name: str | None = None) -> list[SchemaHint]:
+        """Active shared hints for a source table (see :func:`matching_schema_hints`)."""
+        conn = self._connections_by_id.get(connection_id)
+        if conn is None:
+            return []
+        return matching_schema_hints(self.document.schema_hints, conn, table_name, schema_name)
+
+    # --- watermarks (raw JSON text, DataCoolie ADR-0004) ----------------------------------
+
+    def watermark_folder(self, dataflow_id: str) -> str:
+        """``{stage}_{name}_{dataflow_id}``, empty parts left out; the bare id for unknown dataflows."""
+        dataflow = self._dataflows.get(dataflow_id)
+        parts = [dataflow.stage, dataflow.name] if dataflow else []
+        return "_".join(p for p in (*parts, dataflow_id) if p)
+
+    def watermark_path(self, dataflow_id: str) -> Path:
+        return self._store.path_for(self.watermark_folder(dataflow_id))
+
+    def get_watermark(self, dataflow_id: str) -> str | None:
+        return self._store.read(self.watermark_folder(dataflow_id))
+
+    def update_watermark(
+        self,
+        dataflow_id: str,
+        value: str,
+        *,
+        job_id: str | None = None,
+        dataflow_run_id: str | None = None,
+    ) -> None:
+        """Replace the stored text atomically. ``job_id``/``dataflow_run_id`` are not stored by files."""
+        self._store.write(self.watermark_folder(dataflow_id), value)
+
+    def watermark_lock(self, dataflow_id: str) -> contextlib.AbstractContextManager[None]:
+        """Exclusive access to one dataflow's watermark across threads and processes."""
+        return self._store.lock(self.watermark_folder(dataflow_id))
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Nothing to release: the file was read at construction."""
+
+    def __enter__(self) -> FileProvider:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

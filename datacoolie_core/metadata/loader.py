@@ -1,0 +1,122 @@
+"""Read a metadata file (JSON or YAML) into plain Python objects, rejecting duplicate keys.
+
+JSON and YAML parsers keep the last of two equal keys without a word; a duplicated ``load_type``
+would then silently change what a dataflow does, so duplicates are errors here, with their path.
+YAML timestamps stay strings, as in JSON, so a YAML file means the same as its JSON twin.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from datacoolie_core.errors import MetadataError, MetadataIssue
+
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def read_metadata_file(path: str | Path) -> Any:
+    """Parse ``path`` as YAML (``.yaml``/``.yml``) or JSON (anything else).
+
+    Raises:
+        MetadataError: the file cannot be read, does not parse, or repeats a key in an object.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise MetadataError(f"cannot read the metadata file: {e.strerror or e}", file=str(path)) from e
+    except UnicodeDecodeError as e:
+        raise MetadataError(f"the metadata file is not UTF-8 text ({e.reason})", file=str(path)) from e
+    if path.suffix.lower() in (".xlsx", ".xls"):
+        raise MetadataError("Excel metadata is not supported; export it to JSON or YAML", file=str(path))
+    if path.suffix.lower() in YAML_SUFFIXES:
+        return _parse_yaml(text, str(path))
+    return _parse_json(text, str(path))
+
+
+def _parse_json(text: str, file: str) -> Any:
+    try:
+        document = json.loads(text, object_pairs_hook=_object)
+    except json.JSONDecodeError as e:
+        raise MetadataError(
+            [MetadataIssue("$", f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=file)], file=file
+        ) from e
+    _raise_duplicates(document, file)
+    return document
+
+
+class _Object(dict[str, Any]):
+    """A JSON object that remembers which of its keys appeared more than once."""
+
+    duplicate_keys: tuple[str, ...] = ()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    obj = _Object()
+    repeated = []
+    for key, value in pairs:
+        if key in obj:
+            repeated.append(key)
+        obj[key] = value
+    obj.duplicate_keys = tuple(repeated)
+    return obj
+
+
+def _raise_duplicates(document: Any, file: str) -> None:
+    issues = [
+        MetadataIssue(path, f"key '{key}' appears more than once in this object; keep one", file=file)
+        for path, key in _find_duplicates(document, "")
+    ]
+    if issues:
+        raise MetadataError(issues, file=file)
+
+
+def _find_duplicates(node: Any, path: str) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if isinstance(node, dict):
+        found += [(path or "$", key) for key in getattr(node, "duplicate_keys", ())]
+        for key, value in node.items():
+            found += _find_duplicates(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _find_duplicates(value, f"{path}[{index}]")
+    return found
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys and keeps timestamps as strings."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' appears more than once in this mapping; keep one", key_node.start_mark
+            )
+        mapping[key] = loader.construct_object(value_node, deep=deep)
+    return mapping
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _parse_yaml(text: str, file: str) -> Any:
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise MetadataError([MetadataIssue("$", f"invalid YAML{where}: {problem}", file=file)], file=file) from e
+    return {} if document is None else document

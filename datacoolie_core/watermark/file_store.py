@@ -1,0 +1,155 @@
+"""Watermarks as files: ``<root>/<folder>/watermark_value.json`` (DataCoolie's layout).
+
+The store moves opaque text; it never parses it (only the manager knows the encoding). Writes are
+atomic (temp file + fsync + rename + directory fsync), so a crash leaves either the old or the new
+value, never a torn file that would read as corrupt. :meth:`FileWatermarkStore.lock` serialises a
+read-merge-write across threads and processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from datacoolie_core.errors import WatermarkError
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX
+    fcntl = None  # type: ignore[assignment]
+
+WATERMARK_FILE_NAME = "watermark_value.json"
+LOCK_FILE_NAME = ".watermark.lock"
+
+# flock() only excludes other open file descriptions; the per-path thread lock makes the
+# exclusion explicit inside one process and avoids piling threads onto the kernel lock.
+_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+class FileWatermarkStore:
+    """One watermark file per folder under ``root``.
+
+    ``folder`` is a single path component chosen by the caller (e.g. ``bronze_orders_<uuid>``);
+    anything that could escape ``root`` raises :class:`ValueError`.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        # Absolute now, so a later chdir cannot move the store.
+        self.root = Path(os.path.abspath(root))
+
+    def path_for(self, folder: str) -> Path:
+        """Path of the watermark file for ``folder`` (it may not exist)."""
+        return self.root / _check_folder(folder) / WATERMARK_FILE_NAME
+
+    def read(self, folder: str) -> str | None:
+        """Return the stored text, or ``None`` when the file does not exist."""
+        path = self.path_for(folder)
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise WatermarkError(f"Cannot read watermark: {e}", path=str(path)) from e
+        except UnicodeDecodeError as e:
+            raise WatermarkError(
+                f"Watermark is corrupt: not UTF-8 text ({e}). It is NOT treated as a first run. "
+                "Fix: repair the file, or delete it to reload everything deliberately",
+                path=str(path),
+            ) from e
+
+    def write(self, folder: str, text: str) -> None:
+        """Atomically replace the stored text; raises :class:`WatermarkError` on failure."""
+        path = self.path_for(folder)
+        tmp: str | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            mode = _target_mode(path)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".watermark_value.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), mode)  # mkstemp creates 0600; keep the usual mode
+                handle.write(text.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+            tmp = None  # renamed: nothing left to clean up
+            _fsync_directory(path.parent)
+        except BaseException as e:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+            if isinstance(e, Exception):
+                raise WatermarkError(f"Cannot write watermark: {e}", path=str(path)) from e
+            raise  # KeyboardInterrupt / SystemExit pass through unchanged
+
+    @contextlib.contextmanager
+    def lock(self, folder: str) -> Iterator[None]:
+        """Hold exclusive access to ``folder``'s watermark across threads and processes.
+
+        Not re-entrant. The lock file ``<root>/<folder>/.watermark.lock`` is never deleted:
+        removing it while another process waits on it would hand out two locks.
+        """
+        path = self.path_for(folder)
+        if fcntl is None:  # pragma: no cover - non-POSIX
+            raise WatermarkError("Cross-process watermark locking needs fcntl.flock (POSIX only)")
+        with _thread_lock(str(path.resolve())), _flock(path.parent / LOCK_FILE_NAME):
+            yield
+
+
+def _check_folder(folder: str) -> str:
+    if not isinstance(folder, str) or not folder or folder == "." or "\0" in folder:
+        raise ValueError(f"Invalid watermark folder {folder!r}: must be a non-empty name")
+    if "/" in folder or "\\" in folder or ".." in folder:
+        raise ValueError(f"Invalid watermark folder {folder!r}: must not contain '/', '\\' or '..'")
+    return folder
+
+
+def _target_mode(path: Path) -> int:
+    """Keep an existing file's permissions; new files get the conventional 0644."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        return 0o644
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable; filesystems that cannot fsync a directory are tolerated."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _thread_lock(key: str) -> threading.Lock:
+    with _THREAD_LOCKS_GUARD:
+        return _THREAD_LOCKS.setdefault(key, threading.Lock())
+
+
+@contextlib.contextmanager
+def _flock(lock_path: Path) -> Iterator[None]:
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise WatermarkError(f"Cannot open watermark lock: {e}", path=str(lock_path)) from e
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:  # e.g. ENOLCK on a filesystem without lock support
+            raise WatermarkError(f"Cannot lock watermark: {e}", path=str(lock_path)) from e
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)  # closing also drops the flock if LOCK_UN was never reached

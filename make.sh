@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Set-up and entry points for a fresh machine that has only Python 3.11 and pip.
+#   ./make.sh example   install, then validate and run the bundled example
+#   ./make.sh test      install, then lint and run the whole test suite
+#   ./make.sh install   only create .venv and install the project (pinned by constraints.txt)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+install() {
+  local stamp="$VENV/.installed"
+  if [[ -f "$stamp" && "$stamp" -nt pyproject.toml && "$stamp" -nt constraints.txt ]]; then
+    return
+  fi
+  "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+  [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+  # constraints.txt pins every package: no backtracking, the same versions everywhere.
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+  touch "$stamp"
+}
+
+example() {
+  install
+  "$VENV/bin/datacoolie" validate datacoolie_dagster/example/metadata.json
+}
+
+test() {
+  install
+  "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests
+  "$VENV/bin/python" -m pytest "$@"
+}
+
+case "${1:-}" in
+  install) install ;;
+  example) example ;;
+  test) shift; test "$@" ;;
+  *) echo "usage: ./make.sh install|example|test [pytest args]" >&2; exit 2 ;;
+esac
