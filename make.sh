@@ -30,6 +30,8 @@ example() {
 test() {
   install
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests
+  "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests
+  "$VENV/bin/mypy" datacoolie_core datacoolie_dagster
   "$VENV/bin/python" -m pytest "$@"
 }
 

@@ -65,9 +65,7 @@ class FileProvider:
         self._connections = {c.name: c for c in document.connections}
         self._connections_by_id = {str(c.connection_id): c for c in document.connections}
         self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
-        self._attached = {
-            id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()
-        }
+        self._attached = {id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()}
 
     # --- connections ----------------------------------------------------------------------
 
@@ -95,11 +93,7 @@ class FileProvider:
         """
         stages = set(normalize_names(stage))
         pool = self._attached if attach_schema_hints else self._dataflows
-        return [
-            d
-            for d in pool.values()
-            if (not stages or d.stage in stages) and (d.is_active or not active_only)
-        ]
+        return [d for d in pool.values() if (not stages or d.stage in stages) and (d.is_active or not active_only)]
 
     def get_dataflow_by_id(self, dataflow_id: str, attach_schema_hints: bool = True) -> DataFlow | None:
         return (self._attached if attach_schema_hints else self._dataflows).get(dataflow_id)

@@ -102,9 +102,16 @@ class _Report:
         for issue in issues_from_validation_error(error, prefix=prefix, model=model, file=self.file, subject=subject):
             self.issues.append(issue)
 
-    def result(self, connections: Sequence[Connection], dataflows: Sequence[DataFlow], hints: Sequence[SharedSchemaHint]) -> ValidatedDocument:
+    def result(
+        self, connections: Sequence[Connection], dataflows: Sequence[DataFlow], hints: Sequence[SharedSchemaHint]
+    ) -> ValidatedDocument:
         return ValidatedDocument(
-            tuple(connections), tuple(dataflows), tuple(hints), tuple(self.issues), self.file, tuple(self.invalid_dataflows)
+            tuple(connections),
+            tuple(dataflows),
+            tuple(hints),
+            tuple(self.issues),
+            self.file,
+            tuple(self.invalid_dataflows),
         )
 
 
@@ -138,7 +145,9 @@ def _validate_connections(raw: dict[str, Any], report: _Report) -> dict[str, tup
         if not isinstance(name, str):
             continue
         if name in found:
-            report.error(f"{prefix}.name", f"connection name '{name}' is already used by connections[{found[name][0]}]", subject)
+            report.error(
+                f"{prefix}.name", f"connection name '{name}' is already used by connections[{found[name][0]}]", subject
+            )
             continue
         if conn is not None and conn.connection_id in ids:
             report.error(
@@ -172,12 +181,22 @@ def _validate_dataflows(
             report.invalid_dataflows.append(f"{prefix}" + (f" ({subject})" if subject else ""))
             continue
         problems = [
-            (f"{prefix}.{side}.connection_name", f"connection '{ref.connection_name}' is itself invalid; see connections[{connections[ref.connection_name][0]}]")
+            (
+                f"{prefix}.{side}.connection_name",
+                f"connection '{ref.connection_name}' is itself invalid; see connections[{connections[ref.connection_name][0]}]",
+            )
             for side, ref in (("source", dataflow.source), ("destination", dataflow.destination))
-            if ref.inline_connection is None and ref.connection_name is not None and by_name.get(ref.connection_name) is None
+            if ref.inline_connection is None
+            and ref.connection_name is not None
+            and by_name.get(ref.connection_name) is None
         ]
         if dataflow.dataflow_id in ids:
-            problems.append((f"{prefix}.name", f"dataflow id '{dataflow.dataflow_id}' is already used by dataflows[{ids[str(dataflow.dataflow_id)]}]; names and ids must be unique"))
+            problems.append(
+                (
+                    f"{prefix}.name",
+                    f"dataflow id '{dataflow.dataflow_id}' is already used by dataflows[{ids[str(dataflow.dataflow_id)]}]; names and ids must be unique",
+                )
+            )
         for path, message in problems:
             report.error(path, message, subject)
         if problems:
@@ -185,7 +204,11 @@ def _validate_dataflows(
             continue
         ids[str(dataflow.dataflow_id)] = index
         if dataflow.processing_mode != "batch":
-            report.warning(f"{prefix}.processing_mode", f"processing_mode '{dataflow.processing_mode}' is not implemented (as in DataCoolie); the dataflow runs as batch", subject)
+            report.warning(
+                f"{prefix}.processing_mode",
+                f"processing_mode '{dataflow.processing_mode}' is not implemented (as in DataCoolie); the dataflow runs as batch",
+                subject,
+            )
         _warn_configure_typos(dataflow, prefix, report, subject)
         valid.append(dataflow)
     return tuple(valid)

@@ -86,7 +86,9 @@ class ConnectionRef(MetadataModel):
         if self.connection_name is not None and self.inline_connection is not None:
             raise located_error("connection", "give either connection_name or connection, not both")
         if self.connection_name is None and self.inline_connection is None:
-            raise located_error("connection_name", "required key 'connection_name' is missing (or give an inline 'connection')")
+            raise located_error(
+                "connection_name", "required key 'connection_name' is missing (or give an inline 'connection')"
+            )
         known = (info.context or {}).get("connections") or {}
         self._connection = self.inline_connection or known.get(self.connection_name)
         return self
@@ -95,7 +97,9 @@ class ConnectionRef(MetadataModel):
     def connection(self) -> Connection:
         """The resolved connection."""
         if self._connection is None:
-            raise LookupError(f"connection '{self.connection_name}' was not resolved; validate with connections in context")
+            raise LookupError(
+                f"connection '{self.connection_name}' was not resolved; validate with connections in context"
+            )
         return self._connection
 
     def bind(self, connection: Connection) -> None:
@@ -113,7 +117,10 @@ class SourceConfigure(BackwardKeys):
     body: dict[str, Any] = Field(default_factory=dict)
     data_path: str | None = None
     pagination_type: Annotated[
-        str | None, BeforeValidator(lambda v: v if v is None else ensure_choice(v, ("offset", "cursor", "next_link"), "pagination_type"))
+        str | None,
+        BeforeValidator(
+            lambda v: v if v is None else ensure_choice(v, ("offset", "cursor", "next_link"), "pagination_type")
+        ),
     ] = None
     page_size: int = 100
     max_pages: int = 1000
@@ -133,7 +140,9 @@ class SourceConfigure(BackwardKeys):
     watermark_to_param_timezone: str | None = None
     watermark_range_interval_unit: Annotated[
         str | None,
-        BeforeValidator(lambda v: v if v is None else ensure_choice(v, ("hour", "day", "month", "year"), "interval unit")),
+        BeforeValidator(
+            lambda v: v if v is None else ensure_choice(v, ("hour", "day", "month", "year"), "interval unit")
+        ),
     ] = None
     watermark_range_interval_amount: int = 1
     watermark_range_start: str | None = None
@@ -231,7 +240,9 @@ class Destination(ConnectionRef):
         if self.load_type in MERGE_LOAD_TYPES and not self.merge_keys:
             raise located_error("merge_keys", f"load_type '{self.load_type}' needs merge_keys")
         if self.load_type == "scd2" and not self.configure.scd2_effective_column:
-            raise located_error("configure.scd2_effective_column", "load_type 'scd2' needs configure.scd2_effective_column")
+            raise located_error(
+                "configure.scd2_effective_column", "load_type 'scd2' needs configure.scd2_effective_column"
+            )
         if self._connection is not None and self._connection.format not in WRITABLE_FORMATS:
             raise located_error(
                 "connection_name",

@@ -98,7 +98,7 @@ def _skip_class(pattern: str, start: int) -> int:
         if char == "[":
             raise ValueError(f"nested character class at position {i} is not portable")
         if pattern[i : i + 2] in ("&&", "--", "~~"):
-            raise ValueError(f"class set operation '{pattern[i:i + 2]}' at position {i} is not portable")
+            raise ValueError(f"class set operation '{pattern[i : i + 2]}' at position {i} is not portable")
         i += 1
     raise ValueError(f"unbalanced '[' at position {start}: the character class is never closed")
 

@@ -102,13 +102,14 @@ class ReplayConfig(_RunModel):
     @model_validator(mode="after")
     def _consistent_bounds(self) -> ReplayConfig:
         start, end = self.start, self.end
-        if isinstance(start, int) != isinstance(end, int):
-            raise ValueError("start and end must both be integers or both be dates/datetimes")
-        if isinstance(start, datetime) != isinstance(end, datetime) and not isinstance(start, int):
+        if isinstance(start, int) or isinstance(end, int):
+            if not (isinstance(start, int) and isinstance(end, int)):
+                raise ValueError("start and end must both be integers or both be dates/datetimes")
+        elif isinstance(start, datetime) != isinstance(end, datetime):
             # a date bound next to a datetime bound means midnight of that date
-            object.__setattr__(self, "start", _as_datetime(start, end))
-            object.__setattr__(self, "end", _as_datetime(end, start))
-        start, end = self.start, self.end
+            start, end = _as_datetime(start, end), _as_datetime(end, start)
+            object.__setattr__(self, "start", start)
+            object.__setattr__(self, "end", end)
         if isinstance(start, datetime) and isinstance(end, datetime) and (start.tzinfo is None) != (end.tzinfo is None):
             raise ValueError("start and end must both be time-zone aware or both naive")
         if not start < end:  # type: ignore[operator]

@@ -24,7 +24,9 @@ REMOVED_API_KEYS = (
 
 
 def _operator(default: str) -> BeforeValidator:
-    return BeforeValidator(lambda v: default if v is None else v if v in OPERATORS else ensure_choice(v, OPERATORS, "operator"))
+    return BeforeValidator(
+        lambda v: default if v is None else v if v in OPERATORS else ensure_choice(v, OPERATORS, "operator")
+    )
 
 
 def _binding(value: Any) -> Any:

@@ -28,7 +28,6 @@ MASKING_METHODS: tuple[str, ...] = get_args(MaskingMethod)
 HASH_ALGORITHMS: tuple[str, ...] = get_args(HashAlgorithm)
 
 
-
 def _scalar(value: Any) -> Any:
     if value is not None and not isinstance(value, (str, int, float, bool)):
         raise ValueError(f"expected a string, number or boolean, got {type(value).__name__}")

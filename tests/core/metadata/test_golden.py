@@ -31,7 +31,9 @@ def test_golden_files_have_no_issues(name: str) -> None:
 def test_json_fixtures_are_valid_for_datacoolie_schema(name: str) -> None:
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(SCHEMA.read_text())
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(json.loads((METADATA_FIXTURES / name).read_text())))
+    errors = list(
+        jsonschema.Draft202012Validator(schema).iter_errors(json.loads((METADATA_FIXTURES / name).read_text()))
+    )
     assert errors == []
 
 
@@ -52,16 +54,20 @@ def test_connections(full: FileProvider) -> None:
     assert (csv.connection_type, csv.format, csv.base_path) == ("file", "csv", "./lake/landing")
     assert csv.read_options == {"header": "true", "sep": ";", "inferSchema": "false"}
     assert csv.configure.use_hive_partitioning is True
-    assert csv.configure.backward_config is not None and csv.configure.backward_config.days == 2
+    assert csv.configure.backward_config is not None
+    assert csv.configure.backward_config.days == 2
 
     bronze = full.get_connection_by_name("bronze")
-    assert bronze is not None and (bronze.connection_type, bronze.format) == ("lakehouse", "delta")
+    assert bronze is not None
+    assert (bronze.connection_type, bronze.format) == ("lakehouse", "delta")
 
     silver = full.get_connection_by_id("conn-silver")
-    assert silver is not None and silver.name == "silver"
+    assert silver is not None
+    assert silver.name == "silver"
 
     warehouse = full.get_connection_by_name("warehouse")
-    assert warehouse is not None and (warehouse.catalog, warehouse.database) == ("main", "analytics")
+    assert warehouse is not None
+    assert (warehouse.catalog, warehouse.database) == ("main", "analytics")
 
     db = full.get_connection_by_name("crm_db")
     assert db is not None
@@ -71,7 +77,8 @@ def test_connections(full: FileProvider) -> None:
     assert "CRM_PASSWORD" not in repr(db)
 
     generators = full.get_connection_by_name("generators")
-    assert generators is not None and generators.format == "function"
+    assert generators is not None
+    assert generators.format == "function"
 
     assert {c.name for c in full.get_connections()} == {c.name for c in full.get_connections(active_only=False)} - {
         "landing_json"
@@ -79,7 +86,7 @@ def test_connections(full: FileProvider) -> None:
 
 
 def test_dataflow_envelope_and_legacy_connection(full: FileProvider) -> None:
-    (orders,) = [d for d in full.get_dataflows(stage="landing2bronze")]
+    (orders,) = list(full.get_dataflows(stage="landing2bronze"))
     assert orders.name == "orders_landing_to_bronze"
     assert orders.dataflow_id == "da357e42-e397-5ebb-b7f1-d42744ebf3a3"
     assert orders.configure == {"owner": "sales"}
@@ -98,7 +105,8 @@ def test_transform_rules(full: FileProvider) -> None:
     assert [r.operation for r in transform.value_rules] == [
         "trim", "case", "regex_replace", "empty_to_null", "fill_null", "map",
     ]  # fmt: skip
-    assert transform.value_rules[1].order == 10 and transform.value_rules[1].mode == "upper"
+    assert transform.value_rules[1].order == 10
+    assert transform.value_rules[1].mode == "upper"
     assert transform.value_rules[5].on_unmapped == "null"
     assert [(h.target_column, h.algorithm) for h in transform.hash_columns] == [
         ("row_hash", "sha256"),
@@ -136,7 +144,8 @@ def test_scd2_partitions_lifted_from_configure(full: FileProvider) -> None:
     assert history.destination.destination_key == "table:`main`.`analytics`.`dim_customer`"
     events = next(d for d in full.get_dataflows() if d.name == "events_window_replace")
     assert [p.column for p in events.destination.partition_columns] == ["event_date"]
-    assert events.source.backward is not None and events.source.backward.days == 3
+    assert events.source.backward is not None
+    assert events.source.backward.days == 3
 
 
 def test_other_sources(full: FileProvider) -> None:
@@ -146,9 +155,11 @@ def test_other_sources(full: FileProvider) -> None:
     assert by_name["gen-calendar"].source.python_function == "my_project.sources.calendar"
     mapping = by_name["api_orders"].source.configure.range_param_mapping
     assert mapping is not None
-    assert mapping["updated_at"].lower is not None and mapping["updated_at"].lower.name == "updated_from"
+    assert mapping["updated_at"].lower is not None
+    assert mapping["updated_at"].lower.name == "updated_from"
     assert mapping["updated_at"].lower.operator == ">="
-    assert mapping["updated_at"].upper is not None and mapping["updated_at"].upper.operator == "<="
+    assert mapping["updated_at"].upper is not None
+    assert mapping["updated_at"].upper.operator == "<="
     assert by_name["sqlite_items"].destination.connection.format == "parquet"
 
 
@@ -162,7 +173,8 @@ def test_shared_schema_hints(full: FileProvider) -> None:
         ("created_at", "timestamp"),
     ]
     raw = full.get_dataflow_by_id(orders.dataflow_id or "", attach_schema_hints=False)
-    assert raw is not None and raw.transform.schema_hints == []
+    assert raw is not None
+    assert raw.transform.schema_hints == []
     # use_schema_hint: off on the connection -> no shared hints
     events = next(d for d in full.get_dataflows() if d.name == "events_window_replace")
     assert events.transform.schema_hints == []

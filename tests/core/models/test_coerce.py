@@ -55,7 +55,9 @@ def test_to_bool(value: Any, expected: bool) -> None:
     assert to_bool(value) is expected
 
 
-@pytest.mark.parametrize("value", [2, -1, "maybe", None, 1.0, [True]], ids=["2", "-1", "maybe", "none", "float", "list"])
+@pytest.mark.parametrize(
+    "value", [2, -1, "maybe", None, 1.0, [True]], ids=["2", "-1", "maybe", "none", "float", "list"]
+)
 def test_to_bool_rejects(value: Any) -> None:
     with pytest.raises(ValueError, match="expected a boolean"):
         to_bool(value)
