@@ -65,7 +65,7 @@ def test_maintenance_dataflows(full: FileProvider, connection: Any, names: list[
 def test_get_schema_hints(full: FileProvider) -> None:
     csv = full.get_connection_by_name("landing_csv")
     assert csv is not None
-    assert [h.data_type for h in full.get_schema_hints(str(csv.connection_id), "orders", "sales")][0] == "long"
+    assert next(h.data_type for h in full.get_schema_hints(str(csv.connection_id), "orders", "sales")) == "long"
     assert [h.data_type for h in full.get_schema_hints(str(csv.connection_id), "orders", "other")] == ["string"]
     assert full.get_schema_hints("nope", "orders") == []
 
