@@ -109,3 +109,19 @@ class WatermarkError(TerminalError):
 
 def _rebuild_watermark_error(message: str, dataflow_id: str | None, path: str | None) -> WatermarkError:
     return WatermarkError(message, dataflow_id=dataflow_id, path=path)
+
+
+class SourceError(DataCoolieError):
+    """A source cannot be read (missing path, unreadable file, database error)."""
+
+
+class TransformError(TerminalError):
+    """A transformer cannot apply its metadata to the data (missing column, bad literal, type clash)."""
+
+
+class DestinationError(DataCoolieError):
+    """A destination cannot be written."""
+
+
+class CommitConflictError(DestinationError, TransientError):
+    """Another writer committed to the same table concurrently; retrying can succeed."""

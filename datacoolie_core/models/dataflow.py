@@ -24,7 +24,7 @@ from datacoolie_core.models.base import (
 from datacoolie_core.models.coerce import build_path, did_you_mean, ensure_choice, ensure_list, name_to_uuid
 from datacoolie_core.models.connection import BackwardKeys, Connection
 from datacoolie_core.models.source_api import RangeParam, check_removed_api_keys
-from datacoolie_core.models.transform import PartitionColumn, Transform
+from datacoolie_core.models.transform import OptSqlExpression, PartitionColumn, Transform
 
 LoadType = Literal["append", "overwrite", "merge_upsert", "merge_overwrite", "scd2"]
 LOAD_TYPES: tuple[str, ...] = get_args(LoadType)
@@ -171,7 +171,7 @@ class Source(ConnectionRef):
     """Dotted path ``pkg.module.fn`` of a function source."""
     watermark_columns: StrList = Field(default_factory=list)
     """Incremental columns; rows are read when any column is beyond its stored watermark."""
-    filter_expression: OptStr = None
+    filter_expression: OptSqlExpression = None
     """SQL predicate on raw source columns, applied after the watermark filter and before counting."""
     configure: Annotated[SourceConfigure, BeforeValidator(lambda v: {} if v in (None, "") else v)] = Field(
         default_factory=SourceConfigure
@@ -210,7 +210,7 @@ class Source(ConnectionRef):
 class DestinationConfigure(OpenConfigure):
     """``destination.configure``."""
 
-    scd2_effective_column: OptStr = None
+    scd2_effective_column: OptSqlExpression = None
     """SQL expression giving ``__valid_from`` of an scd2 version; required for scd2."""
     replace_by_watermark: Bool = False
     write_options: JsonObject = Field(default_factory=dict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, field_validator, model_validator
 
 from datacoolie_core.models.base import (
     Bool,
@@ -17,8 +17,9 @@ from datacoolie_core.models.base import (
     StrList,
     located_error,
 )
-from datacoolie_core.models.coerce import ensure_choice, ensure_list
+from datacoolie_core.models.coerce import ensure_choice, ensure_list, strip_or_none
 from datacoolie_core.models.portable_regex import check_portable_regex
+from datacoolie_core.sql.to_polars import validate_expression
 
 ValueOperation = Literal["trim", "case", "regex_replace", "empty_to_null", "fill_null", "map"]
 MaskingMethod = Literal["redact", "nullify", "partial", "numeric_bucket", "date_truncate"]
@@ -96,18 +97,23 @@ class SharedSchemaHint(MetadataModel):
         return self
 
 
+SqlExpression = Annotated[str, AfterValidator(validate_expression)]
+"""One SQL expression over the row's columns (Spark SQL), checked to compile when the metadata loads."""
+OptSqlExpression = Annotated[SqlExpression | None, BeforeValidator(strip_or_none)]
+
+
 class PartitionColumn(MetadataModel):
     """A destination partition column, optionally derived by a SQL ``expression`` (slot 80)."""
 
     column: Name
-    expression: OptStr = None
+    expression: OptSqlExpression = None
 
 
 class AdditionalColumn(MetadataModel):
     """A computed column added in transformer slot 30."""
 
     column: Name
-    expression: Name
+    expression: Annotated[SqlExpression, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
 class ValueRule(MetadataModel):
@@ -200,7 +206,7 @@ class Transform(MetadataModel):
     """Dedup keys; default ``destination.merge_keys``."""
     latest_data_columns: StrList = Field(default_factory=list)
     """Columns picking the latest row of a dedup key (descending, nulls last); default the watermark columns."""
-    filter_expression: OptStr = None
+    filter_expression: OptSqlExpression = None
     """SQL predicate applied after computed columns (slot 35)."""
     additional_columns: Annotated[list[AdditionalColumn], ObjectList] = Field(default_factory=list)
     schema_hints: Annotated[list[SchemaHint], ObjectList] = Field(default_factory=list)

@@ -1,0 +1,58 @@
+"""The writer contract, and what each write records in its own commit for exactly-once delivery."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import polars as pl
+
+from datacoolie_core.models.dataflow import Destination
+from datacoolie_core.models.runtime import DestinationRuntimeInfo
+
+
+@dataclass(frozen=True)
+class CommitMarker:
+    """Identity of one write, committed atomically with its data.
+
+    ``app_id`` is ``datacoolie:<dataflow_id>``; ``sequence`` is the last committed sequence of that
+    app id plus one. After a crash, :meth:`Writer.committed_sequence` tells whether the write landed.
+    """
+
+    app_id: str
+    sequence: int
+    dataflow_run_id: str
+    metadata: Mapping[str, str] = field(default_factory=dict)
+    """Extra commit metadata (Delta ``commitInfo``), e.g. the serialized watermark candidate."""
+
+
+@dataclass(frozen=True)
+class ReplaceWindow:
+    """``replace_by_watermark``: target rows with ``lower < column <= upper`` (all columns) are replaced."""
+
+    bounds: Mapping[str, tuple[Any, Any]]
+
+
+class Writer(Protocol):
+    """Writes one destination format with the destination's load strategy.
+
+    Contract: one write is one atomic commit wherever the format allows, and carries ``marker``
+    in that commit; where two commits are unavoidable the next run repairs an interruption between
+    them. Metrics come from the commit itself. Raise
+    :class:`~datacoolie_core.errors.DestinationError` (or ``CommitConflictError`` for a concurrent
+    writer) when the write cannot happen.
+    """
+
+    def committed_sequence(self, destination: Destination, app_id: str) -> int | None:
+        """The last sequence committed for ``app_id``; ``None`` if the target or the app id is absent."""
+        ...
+
+    def write(
+        self,
+        frame: pl.DataFrame,
+        destination: Destination,
+        *,
+        marker: CommitMarker,
+        window: ReplaceWindow | None = None,
+    ) -> DestinationRuntimeInfo: ...

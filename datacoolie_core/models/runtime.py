@@ -1,0 +1,95 @@
+"""Runtime records of one dataflow execution (DataCoolie L-08), filled in as the phases run."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Status = Literal["pending", "running", "succeeded", "failed", "skipped"]
+OperationType = Literal["etl", "replay", "maintenance"]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class SourceRuntimeInfo:
+    """What the read did: rows, watermarks before/effective/after, the exact action (files, SQL)."""
+
+    rows_read: int = 0
+    watermark_before: dict[str, Any] | None = None
+    """The stored watermark the read started from."""
+    watermark_effective: dict[str, Any] | None = None
+    """The lower bounds actually applied (after look-back)."""
+    watermark_after: dict[str, Any] | None = None
+    """Max per watermark column over the rows read (the candidate to save)."""
+    source_action: dict[str, Any] = field(default_factory=dict)
+    """Reader-specific: files listed/read, SQL submitted, Delta version read, ..."""
+
+
+@dataclass
+class TransformRuntimeInfo:
+    transformers_applied: list[str] = field(default_factory=list)
+    """Labels in slot order, e.g. ``SchemaConverter(2 casts)``, ``Deduplicator(RANK)``."""
+    rows_out: int = 0
+
+
+@dataclass
+class DestinationRuntimeInfo:
+    """What the write committed (from the commit itself, not a history re-read)."""
+
+    operation_type: str = ""
+    rows_written: int = 0
+    rows_inserted: int = 0
+    rows_updated: int = 0
+    rows_deleted: int = 0
+    files_added: int = 0
+    files_removed: int = 0
+    bytes_added: int = 0
+    bytes_removed: int = 0
+    table_version: int | None = None
+    """Delta table version created by the write."""
+    commit_sequence: int | None = None
+    """This dataflow's write sequence recorded in the commit (exactly-once bookkeeping)."""
+    recovered: bool = False
+    """True when the write had already landed in an interrupted earlier run and was not repeated."""
+
+
+@dataclass
+class DataFlowRuntimeInfo:
+    """One execution of one dataflow (one replay chunk, one maintenance target)."""
+
+    dataflow_id: str
+    dataflow_name: str
+    dataflow_run_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    operation_type: OperationType = "etl"
+    status: Status = "pending"
+    error_message: str | None = None
+    error_type: str | None = None
+    start_time: datetime = field(default_factory=utc_now)
+    end_time: datetime | None = None
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    """Wall time per phase: ``read``, ``transform``, ``write``, ``watermark``."""
+    source: SourceRuntimeInfo = field(default_factory=SourceRuntimeInfo)
+    transform: TransformRuntimeInfo = field(default_factory=TransformRuntimeInfo)
+    destination: DestinationRuntimeInfo = field(default_factory=DestinationRuntimeInfo)
+    retry_attempts: int = 0
+    skip_reason: str | None = None
+
+    @property
+    def duration_seconds(self) -> float | None:
+        return (self.end_time - self.start_time).total_seconds() if self.end_time else None
+
+    def finish(self, status: Status, *, error: BaseException | None = None, reason: str | None = None) -> None:
+        self.status = status
+        self.end_time = utc_now()
+        self.skip_reason = reason
+        if error is not None:
+            self.error_message = str(error)
+            self.error_type = type(error).__name__
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"duration_seconds": self.duration_seconds}

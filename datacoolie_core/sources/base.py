@@ -1,0 +1,66 @@
+"""The reader contract: what every source reader takes and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import polars as pl
+
+from datacoolie_core.models.dataflow import Source
+from datacoolie_core.models.runtime import SourceRuntimeInfo, utc_now
+
+
+@dataclass(frozen=True)
+class ReadRange:
+    """An explicit bounded read ``start <= column < end`` (a replay chunk).
+
+    The column may be outside ``source.watermark_columns``; the stored watermark and look-back are
+    not applied when a range is given.
+    """
+
+    column: str
+    start: Any
+    end: Any
+
+
+@dataclass(frozen=True)
+class ReadRequest:
+    """What to read beyond the source's own metadata."""
+
+    watermark: Mapping[str, Any] | None = None
+    """The stored watermark (``None`` = first run: read everything). Lower bound ``>`` after look-back."""
+    read_range: ReadRange | None = None
+    """Replay: read exactly this range instead of "after the watermark"."""
+    reference_time: datetime = field(default_factory=utc_now)
+    """"Now" for closing-day look-back; fixed once per run so retries read the same window."""
+    allowed_function_prefixes: tuple[str, ...] = ()
+    """Dotted prefixes a python_function source may come from; empty allows all."""
+
+
+@dataclass
+class ReadResult:
+    """The rows that qualified, materialized once, with what the read observed."""
+
+    data: pl.DataFrame
+    runtime: SourceRuntimeInfo
+    """``rows_read``, ``watermark_before``/``effective``/``after`` and ``source_action`` filled in."""
+
+
+class Reader(Protocol):
+    """Reads one source format.
+
+    Contract: apply the watermark window (or the read range) compared in each column's own dtype,
+    then ``source.filter_expression``; count the rows and take the new watermark (max per
+    watermark column, plus pseudo columns) in the same pass that produces the data, never a second
+    read of the source. Return ``None`` when nothing qualifies (no files, zero rows): the dataflow is
+    then skipped and nothing is written. Raise :class:`~datacoolie_core.errors.SourceError` for a
+    source that cannot be read.
+    """
+
+    def read(self, source: Source, request: ReadRequest) -> ReadResult | None: ...
+
+
+WatermarkValues = Mapping[str, Any]
