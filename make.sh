@@ -27,8 +27,24 @@ example() {
   "$VENV/bin/datacoolie" validate datacoolie_dagster/example/metadata.json
 }
 
+ensure_postgres() {
+  # The database-source tests run against a real PostgreSQL server that they start themselves
+  # from the Debian package's binaries (tests/support/postgres.py).
+  if compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing PostgreSQL (Debian package) for the database tests..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "warning: PostgreSQL is not installed and this user cannot apt-get it; its tests will skip (and fail under CI)" >&2
+  fi
+}
+
 test() {
   install
+  ensure_postgres
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -78,6 +79,8 @@ class DataFlowRuntimeInfo:
     destination: DestinationRuntimeInfo = field(default_factory=DestinationRuntimeInfo)
     retry_attempts: int = 0
     skip_reason: str | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+    """The error of a failed run, for the caller's retry policy (not serialized)."""
 
     @property
     def duration_seconds(self) -> float | None:
@@ -92,4 +95,11 @@ class DataFlowRuntimeInfo:
             self.error_type = type(error).__name__
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"duration_seconds": self.duration_seconds}
+        """A JSON-friendly record (the exception object is left out; its message is kept)."""
+        record = {
+            f.name: asdict(value) if is_dataclass(value) and not isinstance(value, type) else copy.deepcopy(value)
+            for f in fields(self)
+            if f.name != "exception"
+            for value in [getattr(self, f.name)]
+        }
+        return record | {"duration_seconds": self.duration_seconds}

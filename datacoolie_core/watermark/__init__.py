@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datacoolie_core.watermark.file_store import FileWatermarkStore
+from datacoolie_core.watermark.journal import CommitJournal, CommitJournalStorage, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager, WatermarkStorage
 from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_core.watermark.serializer import (
@@ -12,7 +13,10 @@ from datacoolie_core.watermark.serializer import (
 )
 
 __all__ = [
+    "CommitJournal",
+    "CommitJournalStorage",
     "FileWatermarkStore",
+    "PendingCommit",
     "WatermarkManager",
     "WatermarkStorage",
     "deserialize_watermark",

@@ -44,13 +44,13 @@ class FileWatermarkStore:
         # Absolute now, so a later chdir cannot move the store.
         self.root = Path(os.path.abspath(root))
 
-    def path_for(self, folder: str) -> Path:
-        """Path of the watermark file for ``folder`` (it may not exist)."""
-        return self.root / _check_folder(folder) / WATERMARK_FILE_NAME
+    def path_for(self, folder: str, file_name: str = WATERMARK_FILE_NAME) -> Path:
+        """Path of the watermark file (or another state file) for ``folder``; it may not exist."""
+        return self.root / _check_folder(folder) / _check_folder(file_name)
 
-    def read(self, folder: str) -> str | None:
+    def read(self, folder: str, file_name: str = WATERMARK_FILE_NAME) -> str | None:
         """Return the stored text, or ``None`` when the file does not exist."""
-        path = self.path_for(folder)
+        path = self.path_for(folder, file_name)
         try:
             return path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -64,9 +64,9 @@ class FileWatermarkStore:
                 path=str(path),
             ) from e
 
-    def write(self, folder: str, text: str) -> None:
+    def write(self, folder: str, text: str, file_name: str = WATERMARK_FILE_NAME) -> None:
         """Atomically replace the stored text; raises :class:`WatermarkError` on failure."""
-        path = self.path_for(folder)
+        path = self.path_for(folder, file_name)
         tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +87,17 @@ class FileWatermarkStore:
             if isinstance(e, Exception):
                 raise WatermarkError(f"Cannot write watermark: {e}", path=str(path)) from e
             raise  # KeyboardInterrupt / SystemExit pass through unchanged
+
+    def delete(self, folder: str, file_name: str) -> None:
+        """Remove a state file if it exists (durably)."""
+        path = self.path_for(folder, file_name)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise WatermarkError(f"Cannot delete state file: {e}", path=str(path)) from e
+        _fsync_directory(path.parent)
 
     @contextlib.contextmanager
     def lock(self, folder: str) -> Iterator[None]:

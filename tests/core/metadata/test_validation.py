@@ -245,6 +245,39 @@ CASES: list[tuple[str, Callable[[Doc], None], str, str]] = [
         "did you mean 'batch'?",
     ),
     ("not-an-object", setv("dataflows[0]", "orders"), "dataflows[0]", "expected an object, got str 'orders'"),
+    (
+        "sql-two-statements",
+        setv("dataflows[0].source.filter_expression", "1=1; DROP TABLE x"),
+        "dataflows[0].source.filter_expression",
+        "holds 2 statements; give one expression",
+    ),
+    (
+        "sql-subquery",
+        setv("dataflows[1].transform", {"filter_expression": "id IN (SELECT id FROM secrets)"}),
+        "dataflows[1].transform.filter_expression",
+        "contains a subquery",
+    ),
+    (
+        "sql-unknown-function",
+        setv("dataflows[1].transform", {"additional_columns": [{"column": "h", "expression": "md5(name)"}]}),
+        "dataflows[1].transform.additional_columns[0].expression",
+        "SQL function or construct 'MD5' is not supported",
+    ),
+    (
+        "sql-partition-expression",
+        setv("dataflows[1].destination.partition_columns", [{"column": "y", "expression": "year(("}]),
+        "dataflows[1].destination.partition_columns[0].expression",
+        "does not parse",
+    ),
+    (
+        "sql-scd2-effective",
+        both(
+            setv("dataflows[0].destination.load_type", "scd2"),
+            setv("dataflows[0].destination.configure", {"scd2_effective_column": "nowish()"}),
+        ),
+        "dataflows[0].destination.configure.scd2_effective_column",
+        "'NOWISH' is not supported",
+    ),
 ]
 
 

@@ -1,0 +1,176 @@
+"""Run one prepared dataflow: read -> transform -> write -> save watermark, exactly once.
+
+The driver (sharding, retries, replay chunking) calls :func:`prepare_baseline` once per run and
+:func:`run_dataflow` once per attempt. A run returns a :class:`DataFlowRuntimeInfo` whatever happens;
+``runtime.exception`` keeps the error so the caller's retry policy can decide.
+
+Exactly-once: the write is announced in the commit journal (sequence + watermark), the writer puts
+the sequence into the same atomic commit as the data, then the watermark is saved and the journal
+settled. A crash anywhere in between is settled by the next :func:`prepare_baseline`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from datacoolie_core import faults
+from datacoolie_core.destinations import get_writer
+from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
+from datacoolie_core.models.dataflow import DataFlow
+from datacoolie_core.models.run_config import DataCoolieRunConfig
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
+from datacoolie_core.sources import get_reader
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
+from datacoolie_core.transforms import run_pipeline
+from datacoolie_core.transforms.base import Transformer, TransformContext
+from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
+from datacoolie_core.watermark.manager import WatermarkManager
+from datacoolie_core.watermark.serializer import serialize_watermark
+
+
+def app_id_of(dataflow: DataFlow) -> str:
+    """The transaction id a dataflow's commits carry: one sequence per dataflow, fan-in safe."""
+    return f"datacoolie:{dataflow.dataflow_id}"
+
+
+@dataclass(frozen=True)
+class DataflowRun:
+    """What one execution needs besides the dataflow; fixed before the first attempt."""
+
+    watermarks: WatermarkManager | None = None
+    """Where the watermark is saved; ``None`` never saves."""
+    journal: CommitJournal | None = None
+    """Pending-commit journal; ``None`` gives at-least-once delivery only."""
+    baseline: Mapping[str, Any] | None = None
+    """The stored watermark, loaded once per run (retries read the same window)."""
+    read_range: ReadRange | None = None
+    """Replay chunk: read exactly this range instead of after the baseline."""
+    save_watermark: bool = True
+    operation_type: OperationType = "etl"
+    run_config: DataCoolieRunConfig = field(default_factory=DataCoolieRunConfig)
+    reference_time: datetime = field(default_factory=utc_now)
+    transformers: Sequence[Transformer] | None = None
+    """Override the default transformer pipeline (plugins, tests)."""
+
+
+def prepare_baseline(
+    dataflow: DataFlow, watermarks: WatermarkManager | None, journal: CommitJournal | None, *, job_id: str | None = None
+) -> Mapping[str, Any] | None:
+    """Settle a write an interrupted run left pending, then load the stored watermark."""
+    if journal is not None:
+        writer = get_writer(dataflow.destination.connection.format or "")
+        journal.recover(
+            str(dataflow.dataflow_id),
+            lambda app_id: writer.committed_sequence(dataflow.destination, app_id),
+            job_id=job_id,
+        )
+    return watermarks.get_watermark(str(dataflow.dataflow_id)) if watermarks is not None else None
+
+
+def run_dataflow(dataflow: DataFlow, run: DataflowRun, *, dataflow_run_id: str | None = None) -> DataFlowRuntimeInfo:
+    """Execute one attempt of ``dataflow``; never raises for a failure of the dataflow itself."""
+    info = DataFlowRuntimeInfo(
+        dataflow_id=str(dataflow.dataflow_id),
+        dataflow_name=str(dataflow.name),
+        dataflow_run_id=dataflow_run_id or str(uuid.uuid4()),
+        operation_type=run.operation_type,
+        status="running",
+    )
+    try:
+        _execute(dataflow, run, info)
+    except Exception as e:  # the record carries the error; the caller's retry policy decides
+        info.exception = e
+        info.finish("failed", error=e)
+    return info
+
+
+def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) -> None:
+    with _phase(info, "read"):
+        result = _read(dataflow, run)
+    if result is None:
+        info.finish("skipped", reason="no new source rows")
+        return
+    info.source = result.runtime
+    with _phase(info, "transform"):
+        ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
+        frame, applied = run_pipeline(result.data.lazy(), ctx, transformers=run.transformers)
+        data = frame.collect()
+    info.transform.transformers_applied = applied
+    info.transform.rows_out = data.height
+    candidate = result.runtime.watermark_after if run.save_watermark else None
+    if data.height:
+        with _phase(info, "write"):
+            _write(dataflow, run, info, data, result, candidate)
+    with _phase(info, "watermark"):
+        _save_watermark(dataflow, run, info, candidate)
+    info.finish("succeeded")
+
+
+def _read(dataflow: DataFlow, run: DataflowRun) -> ReadResult | None:
+    request = ReadRequest(
+        watermark=None if run.read_range else run.baseline,
+        read_range=run.read_range,
+        reference_time=run.reference_time,
+        allowed_function_prefixes=tuple(run.run_config.allowed_function_prefixes),
+    )
+    return get_reader(dataflow.source.connection.format or "").read(dataflow.source, request)
+
+
+def _write(
+    dataflow: DataFlow,
+    run: DataflowRun,
+    info: DataFlowRuntimeInfo,
+    data: Any,
+    result: ReadResult,
+    candidate: Mapping[str, Any] | None,
+) -> None:
+    writer: Writer = get_writer(dataflow.destination.connection.format or "")
+    app_id = app_id_of(dataflow)
+    sequence = (writer.committed_sequence(dataflow.destination, app_id) or 0) + 1
+    marker = CommitMarker(
+        app_id=app_id,
+        sequence=sequence,
+        dataflow_run_id=info.dataflow_run_id,
+        metadata={"datacoolie.dataflow_id": info.dataflow_id}
+        | ({"datacoolie.watermark": serialize_watermark(candidate)} if candidate else {}),
+    )
+    if run.journal is not None:
+        run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
+    info.destination = writer.write(data, dataflow.destination, marker=marker, window=_replace_window(dataflow, result))
+    faults.crash_point(faults.AFTER_COMMIT)
+
+
+def _save_watermark(
+    dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo, candidate: Mapping[str, Any] | None
+) -> None:
+    if candidate and run.watermarks is not None:
+        run.watermarks.save_watermark(
+            info.dataflow_id, candidate, job_id=run.run_config.job_id, dataflow_run_id=info.dataflow_run_id
+        )
+    if run.journal is not None and info.destination.commit_sequence is not None:
+        run.journal.settle(info.dataflow_id)
+
+
+def _replace_window(dataflow: DataFlow, result: ReadResult) -> ReplaceWindow | None:
+    """``replace_by_watermark``: replace target rows between the effective and the new watermark."""
+    destination = dataflow.destination
+    if not destination.configure.replace_by_watermark or destination.load_type != "merge_overwrite":
+        return None
+    lower, upper = result.runtime.watermark_effective or {}, result.runtime.watermark_after or {}
+    bounds = {col: (lower[col], upper[col]) for col in upper if lower.get(col) is not None and upper[col] is not None}
+    return ReplaceWindow(bounds) if bounds else None
+
+
+@contextmanager
+def _phase(info: DataFlowRuntimeInfo, name: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        info.phase_seconds[name] = round(time.perf_counter() - started, 6)
