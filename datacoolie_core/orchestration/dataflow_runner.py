@@ -19,8 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import polars as pl
+
 from datacoolie_core import faults
 from datacoolie_core.destinations import get_writer
+from datacoolie_core.errors import TransformError
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
@@ -100,7 +103,7 @@ def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) ->
     with _phase(info, "transform"):
         ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
         frame, applied = run_pipeline(result.data.lazy(), ctx, transformers=run.transformers)
-        data = frame.collect()
+        data = _collect(frame, dataflow)
     info.transform.transformers_applied = applied
     info.transform.rows_out = data.height
     candidate = result.runtime.watermark_after if run.save_watermark else None
@@ -110,6 +113,14 @@ def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) ->
     with _phase(info, "watermark"):
         _save_watermark(dataflow, run, info, candidate)
     info.finish("succeeded")
+
+
+def _collect(frame: pl.LazyFrame, dataflow: DataFlow) -> pl.DataFrame:
+    """Run the transform plan once; data errors (a bad cast) surface here, as TransformErrors."""
+    try:
+        return frame.collect()
+    except pl.exceptions.PolarsError as e:
+        raise TransformError(f"dataflow '{dataflow.name}': the transforms failed on the data: {e}") from e
 
 
 def _read(dataflow: DataFlow, run: DataflowRun) -> ReadResult | None:
@@ -126,7 +137,7 @@ def _write(
     dataflow: DataFlow,
     run: DataflowRun,
     info: DataFlowRuntimeInfo,
-    data: Any,
+    data: pl.DataFrame,
     result: ReadResult,
     candidate: Mapping[str, Any] | None,
 ) -> None:

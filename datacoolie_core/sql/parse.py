@@ -57,6 +57,8 @@ def parse_expression(sql: str) -> exp.Expression:
             raise SqlExpressionError(
                 f"SQL expression {sql!r} contains {kind}; only one expression over the row's own columns is allowed"
             )
+    if not isinstance(node, exp.Expression):  # sqlglot types parse() results as its base Expr
+        raise SqlExpressionError(f"SQL {sql!r} is not an expression")
     return node
 
 

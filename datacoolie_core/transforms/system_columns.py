@@ -1,0 +1,38 @@
+"""Slot 70: audit columns on every row (DataCoolie D-17, T-10)."""
+
+from __future__ import annotations
+
+from datetime import UTC
+
+import polars as pl
+
+from datacoolie_core.columns import AUTHOR, CREATED_AT, DATAFLOW_RUN_ID, SYSTEM_COLUMNS, UPDATED_AT, UPDATED_BY
+from datacoolie_core.transforms.base import TransformContext
+from datacoolie_core.transforms.resolve import reserved_match
+
+UTC_MICROS = pl.Datetime("us", "UTC")
+
+
+class SystemColumnAdder:
+    """Add ``__created_at``/``__updated_at`` (``ctx.run_time``), ``__updated_by`` and ``__dataflow_run_id``.
+
+    One instant for the whole batch, so every row of a load carries the same timestamps; a naive
+    ``run_time`` is taken as UTC. Existing columns of those names are replaced. Always applies;
+    label ``SystemColumnAdder``. (Merges keep the target's ``__created_at`` on update: that is the
+    writer's business, not this slot's.)
+    """
+
+    name = "SystemColumnAdder"
+    order = 70
+
+    def apply(self, frame: pl.LazyFrame, ctx: TransformContext) -> tuple[pl.LazyFrame, str | None]:
+        run_time = ctx.run_time if ctx.run_time.tzinfo else ctx.run_time.replace(tzinfo=UTC)
+        stamp = pl.lit(run_time.astimezone(UTC), dtype=UTC_MICROS)
+        frame = frame.drop([name for name in frame.collect_schema().names() if reserved_match(name, SYSTEM_COLUMNS)])
+        frame = frame.with_columns(
+            stamp.alias(CREATED_AT),
+            stamp.alias(UPDATED_AT),
+            pl.lit(AUTHOR, dtype=pl.String).alias(UPDATED_BY),
+            pl.lit(ctx.dataflow_run_id, dtype=pl.String).alias(DATAFLOW_RUN_ID),
+        )
+        return frame, self.name
