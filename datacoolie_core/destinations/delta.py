@@ -1,0 +1,301 @@
+"""Thin wrappers over delta-rs: open, create, write, merge, commit properties, checkpoint, metrics.
+
+Every function here commits at most once and stamps that commit with the write's
+:class:`~datacoolie_core.destinations.base.CommitMarker` (an app transaction plus commit metadata), so
+``DeltaTable.transaction_version(app_id)`` answers "did this write land?" after a crash. Foreign
+exceptions are translated once, in :func:`translate_errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import unquote, urlparse
+
+import polars as pl
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, TableNotFoundError
+from deltalake.table import TableMerger
+from sqlglot import exp
+
+from datacoolie_core.destinations.base import CommitMarker
+from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
+from datacoolie_core.models.runtime import DestinationRuntimeInfo
+
+logger = logging.getLogger(__name__)
+
+SOURCE, TARGET = "source", "target"
+CHECKPOINT_INTERVAL = 10
+META_APP_ID = "datacoolie.app_id"
+META_SEQUENCE = "datacoolie.sequence"
+META_RUN_ID = "datacoolie.dataflow_run_id"
+
+
+def open_table(path: str) -> DeltaTable | None:
+    """The table at ``path`` at its latest version, or ``None`` when no Delta table is there."""
+    try:
+        return DeltaTable(path)
+    except TableNotFoundError:
+        return None
+
+
+def committed_sequence(path: str, app_id: str) -> int | None:
+    """The last sequence ``app_id`` committed to the table at ``path`` (``None``: no table or no commit)."""
+    with translate_errors(path):
+        table = open_table(path)
+        return None if table is None else table.transaction_version(app_id)
+
+
+def commit_properties(marker: CommitMarker) -> CommitProperties:
+    """The marker as delta-rs commit properties: one app transaction plus ``datacoolie.*`` metadata."""
+    metadata = {
+        **marker.metadata,
+        META_APP_ID: marker.app_id,
+        META_SEQUENCE: str(marker.sequence),
+        META_RUN_ID: marker.dataflow_run_id,
+    }
+    return CommitProperties(app_transactions=[Transaction(marker.app_id, marker.sequence)], custom_metadata=metadata)
+
+
+def create_table(path: str, frame: pl.DataFrame, *, partition_by: Sequence[str], marker: CommitMarker) -> DeltaTable:
+    """Create the table with ``frame`` as version 0 (``mode="error"``: a concurrent creator conflicts)."""
+    write_deltalake(
+        path,
+        frame.to_arrow(),
+        mode="error",
+        partition_by=list(partition_by) or None,
+        commit_properties=commit_properties(marker),
+    )
+    return DeltaTable(path, version=0)
+
+
+def write_table(
+    table: DeltaTable,
+    frame: pl.DataFrame,
+    *,
+    mode: Literal["append", "overwrite"],
+    partition_by: Sequence[str],
+    marker: CommitMarker,
+) -> DeltaTable:
+    """Append (``schema_mode="merge"``) or overwrite (``schema_mode="overwrite"``) in one commit.
+
+    ``table`` is advanced in place to the new version, so ``table.version()`` is this commit's.
+    """
+    write_deltalake(
+        table,
+        frame.to_arrow(),
+        mode=mode,
+        schema_mode="merge" if mode == "append" else "overwrite",
+        partition_by=list(partition_by) or None,
+        commit_properties=commit_properties(marker),
+    )
+    return table
+
+
+def start_merge(table: DeltaTable, source: pl.DataFrame, predicate: str, marker: CommitMarker) -> TableMerger:
+    """A MERGE of ``source`` (alias ``source``) into ``table`` (alias ``target``) that evolves the schema."""
+    return table.merge(
+        source.to_arrow(),
+        predicate=predicate,
+        source_alias=SOURCE,
+        target_alias=TARGET,
+        merge_schema=True,
+        commit_properties=commit_properties(marker),
+    )
+
+
+def execute_merge(table: DeltaTable, merger: TableMerger, marker: CommitMarker) -> DestinationRuntimeInfo:
+    """Run the MERGE; when it changed nothing (delta-rs then skips the commit) commit the marker alone."""
+    before = table.version()
+    metrics = merger.execute()
+    if table.version() == before:
+        return commit_marker_only(table, marker)
+    return merge_metrics(table, metrics)
+
+
+def commit_marker_only(table: DeltaTable, marker: CommitMarker) -> DestinationRuntimeInfo:
+    """An empty append: a commit that adds no data but records the marker (a no-op write still counts)."""
+    empty = pl.scan_delta(table).limit(0).collect()
+    write_deltalake(table, empty.to_arrow(), mode="append", commit_properties=commit_properties(marker))
+    return write_metrics(table)
+
+
+def write_metrics(table: DeltaTable) -> DestinationRuntimeInfo:
+    """Metrics of a ``write_deltalake`` commit, from that version's commit info (one history entry)."""
+    version = table.version()
+    entry = next((h for h in table.history(1) if h.get("version") == version), {})
+    metrics = entry.get("operationMetrics", {})
+    rows = int(metrics.get("num_added_rows", 0))
+    bytes_added, bytes_removed = _commit_bytes(table, version)
+    return DestinationRuntimeInfo(
+        rows_written=rows,
+        rows_inserted=rows,
+        files_added=int(metrics.get("num_added_files", 0)),
+        files_removed=int(metrics.get("num_removed_files", 0)),
+        bytes_added=bytes_added,
+        bytes_removed=bytes_removed,
+        table_version=version,
+    )
+
+
+def merge_metrics(table: DeltaTable, metrics: Mapping[str, Any]) -> DestinationRuntimeInfo:
+    """Metrics of a MERGE commit, from the metrics the MERGE returned.
+
+    ``rows_written`` counts rows the commit inserted or changed; rows copied unchanged into
+    rewritten files are not counted (unlike DataCoolie's ``num_output_rows``).
+    """
+    inserted = int(metrics.get("num_target_rows_inserted", 0))
+    updated = int(metrics.get("num_target_rows_updated", 0))
+    version = table.version()
+    bytes_added, bytes_removed = _commit_bytes(table, version)
+    return DestinationRuntimeInfo(
+        rows_written=inserted + updated,
+        rows_inserted=inserted,
+        rows_updated=updated,
+        rows_deleted=int(metrics.get("num_target_rows_deleted", 0)),
+        files_added=int(metrics.get("num_target_files_added", 0)),
+        files_removed=int(metrics.get("num_target_files_removed", 0)),
+        bytes_added=bytes_added,
+        bytes_removed=bytes_removed,
+        table_version=version,
+    )
+
+
+def _commit_bytes(table: DeltaTable, version: int) -> tuple[int, int]:
+    """Bytes added and removed, summed over the commit file's add/remove actions (local tables; else 0)."""
+    uri = urlparse(table.table_uri)
+    if uri.scheme not in ("", "file"):
+        return 0, 0
+    log_file = Path(unquote(uri.path)) / "_delta_log" / f"{version:020d}.json"
+    sizes = {"add": 0, "remove": 0}
+    try:
+        for line in log_file.read_text(encoding="utf-8").splitlines():
+            action = json.loads(line) if line.strip() else {}
+            for kind in sizes:
+                sizes[kind] += int((action.get(kind) or {}).get("size") or 0)
+    except (OSError, ValueError) as e:  # metrics are observational: never fail a committed write
+        logger.debug("cannot read commit sizes from %s: %s", log_file, e)
+        return 0, 0
+    return sizes["add"], sizes["remove"]
+
+
+def checkpoint_if_due(table: DeltaTable) -> None:
+    """Checkpoint every :data:`CHECKPOINT_INTERVAL` versions; a failure is logged, never raised."""
+    version = table.version()
+    if version > 0 and version % CHECKPOINT_INTERVAL == 0:
+        try:
+            table.create_checkpoint()
+        except Exception as e:  # housekeeping: the data is committed already
+            logger.warning("checkpoint of %s at version %s failed: %s", table.table_uri, version, e)
+
+
+@contextmanager
+def translate_errors(path: str, table_name: str | None = None) -> Iterator[None]:
+    """Turn delta-rs failures into :class:`DestinationError`; a concurrent commit is transient."""
+    name = f"Delta table '{table_name}' at {path}" if table_name else f"Delta table at {path}"
+    try:
+        yield
+    except DataCoolieError:
+        raise
+    except CommitFailedError as e:
+        raise CommitConflictError(
+            f"{name}: another writer committed concurrently ({e}); nothing was written, retry the write"
+        ) from e
+    except Exception as e:
+        if "table already exists" in str(e).lower():  # two first writes raced to create the table
+            raise CommitConflictError(f"{name}: created concurrently by another writer; retry the write") from e
+        raise DestinationError(
+            f"{name}: write failed: {type(e).__name__}: {e}. Check the table's schema and partitioning"
+        ) from e
+
+
+# Predicates -----------------------------------------------------------------------------------
+# delta-rs parses predicates with DataFusion (standard SQL: "double-quoted" identifiers). They are
+# built as sqlglot trees from column names and typed Python values, never by pasting text.
+
+
+def column(name: str, alias: str) -> exp.Column:
+    return exp.column(name, table=alias, quoted=True)
+
+
+def sql(node: exp.Expr) -> str:
+    return node.sql()
+
+
+def assignments(columns: Sequence[str], *, alias: str = SOURCE) -> dict[str, str]:
+    """``{"col": "source"."col"}`` for the ``updates`` of a MERGE clause."""
+    return {exp.to_identifier(c, quoted=True).sql(): sql(column(c, alias)) for c in columns}
+
+
+def keys_match(keys: Sequence[str]) -> exp.Expr:
+    """``(target.k IS NOT DISTINCT FROM source.k)`` for every key, AND-ed (null keys match each other).
+
+    Parenthesised: DataFusion binds ``IS NOT DISTINCT FROM`` looser than ``AND``.
+    """
+    return exp.and_(*(exp.paren(exp.NullSafeEQ(this=column(k, TARGET), expression=column(k, SOURCE))) for k in keys))
+
+
+def equals(name: str, alias: str, value: Any) -> exp.Expr:
+    return exp.EQ(this=column(name, alias), expression=literal(value))
+
+
+def window_predicate(
+    bounds: Mapping[str, tuple[Any, Any]],
+    *,
+    alias: str = TARGET,
+    schema: Mapping[str, pl.DataType] | None = None,
+) -> exp.Expr | None:
+    """``lower < col AND col <= upper`` for every column (a missing bound is left out); ``None`` if empty.
+
+    ``schema`` (the columns' dtypes) makes decimal literals exactly the column's type.
+    """
+    parts: list[exp.Expr] = []
+    for name, (lower, upper) in bounds.items():
+        dtype = (schema or {}).get(name)
+        if lower is not None:
+            parts.append(exp.GT(this=column(name, alias), expression=literal(lower, dtype)))
+        if upper is not None:
+            parts.append(exp.LTE(this=column(name, alias), expression=literal(upper, dtype)))
+    return exp.and_(*parts) if parts else None
+
+
+def literal(value: Any, dtype: pl.DataType | None = None) -> exp.Expr:
+    """A typed SQL literal for a Python value (timestamps in UTC, decimals exact).
+
+    ``dtype`` is the compared column's type, when known: a decimal literal then takes its precision.
+    """
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, float) and value == value and abs(value) != float("inf"):
+        return exp.Literal.number(repr(value))
+    if isinstance(value, Decimal) and value.is_finite():
+        exponent = value.as_tuple().exponent
+        precision, scale = (38, max(-int(exponent), 0)) if isinstance(exponent, int) else (38, 0)
+        if isinstance(dtype, pl.Decimal):
+            precision, scale = dtype.precision or 38, dtype.scale
+        return exp.cast(exp.Literal.string(str(value)), exp.DataType.build(f"decimal({precision}, {scale})"))
+    if isinstance(value, datetime):
+        # Exactly Delta's types (microseconds; UTC for "timestamp", none for "timestamp_ntz"): delta-rs
+        # file skipping compares without coercion, and CAST(... AS TIMESTAMP) would be nanoseconds.
+        zone = 'Some("UTC")' if value.tzinfo else "None"
+        text = (value.astimezone(UTC) if value.tzinfo else value).isoformat()
+        return exp.Anonymous(
+            this="arrow_cast",
+            expressions=[exp.Literal.string(text), exp.Literal.string(f"Timestamp(Microsecond, {zone})")],
+        )
+    if isinstance(value, date):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    raise DestinationError(
+        f"cannot use {type(value).__name__} value {value!r} in a Delta predicate; "
+        "use int, float, Decimal, str, date or datetime bounds"
+    )
