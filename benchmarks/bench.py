@@ -88,7 +88,9 @@ def prepare_data(root: Path, rows: int) -> None:
 
 
 def metadata(root: Path) -> dict[str, Any]:
-    def dataflow(name: str, fmt_conn: str, table: str, target: str, load: str = "append", **extra: Any) -> dict[str, Any]:
+    def dataflow(
+        name: str, fmt_conn: str, table: str, target: str, load: str = "append", **extra: Any
+    ) -> dict[str, Any]:
         source = {"connection_name": fmt_conn, "schema_name": "sales", "table": table} | extra.pop("source", {})
         destination = {"connection_name": "lake", "schema_name": "bench", "table": target, "load_type": load}
         return {"name": name, "stage": "bench", "source": source, "destination": destination | extra}
@@ -138,7 +140,9 @@ def run_ours(root: Path, scenario: str) -> None:
     watermarks = WatermarkManager(provider)
     if scenario == "incremental_read":
         stored = json.loads((root / "templates" / "watermark.json").read_text())
-        watermarks.save_watermark(str(dataflow.dataflow_id), {"updated_at": datetime.fromisoformat(stored["updated_at"])})
+        watermarks.save_watermark(
+            str(dataflow.dataflow_id), {"updated_at": datetime.fromisoformat(stored["updated_at"])}
+        )
     journal = CommitJournal(provider, watermarks)
     baseline = prepare_baseline(dataflow, watermarks, journal)
     result = run_dataflow(dataflow, DataflowRun(watermarks=watermarks, journal=journal, baseline=baseline))
@@ -185,7 +189,9 @@ def _scan_with_lineage(pl: Any, fmt: str, path: Path) -> Any:
     scan = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": pl.scan_csv}[fmt](path)
     mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     return scan.with_columns(
-        pl.lit(path.name).alias("__file_name"), pl.lit(str(path)).alias("__file_path"), pl.lit(mtime).alias("__file_modification_time")
+        pl.lit(path.name).alias("__file_name"),
+        pl.lit(str(path)).alias("__file_path"),
+        pl.lit(mtime).alias("__file_modification_time"),
     )
 
 

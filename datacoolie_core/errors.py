@@ -125,3 +125,7 @@ class DestinationError(DataCoolieError):
 
 class CommitConflictError(DestinationError, TransientError):
     """Another writer committed to the same table concurrently; retrying can succeed."""
+
+
+class SourceConnectionError(SourceError, TransientError):
+    """A source's server or storage could not be reached; another attempt may succeed."""

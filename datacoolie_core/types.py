@@ -22,8 +22,27 @@ def _alias(dtype: pl.DataType, *names: str) -> None:
         _SIMPLE[name] = dtype
 
 
-_alias(pl.String(), "string", "varchar", "char", "text", "nvarchar", "nchar", "character varying", "character",
-       "varchar2", "nvarchar2", "clob", "nclob", "ntext", "uuid", "json", "jsonb", "str", "utf8")
+_alias(
+    pl.String(),
+    "string",
+    "varchar",
+    "char",
+    "text",
+    "nvarchar",
+    "nchar",
+    "character varying",
+    "character",
+    "varchar2",
+    "nvarchar2",
+    "clob",
+    "nclob",
+    "ntext",
+    "uuid",
+    "json",
+    "jsonb",
+    "str",
+    "utf8",
+)
 _alias(pl.Int8(), "byte", "tinyint", "int8_t")
 _alias(pl.Int16(), "short", "smallint", "int2")
 _alias(pl.Int32(), "int", "integer", "int4", "mediumint", "int32")
@@ -34,10 +53,11 @@ _alias(pl.Boolean(), "boolean", "bool", "bit")
 _alias(pl.Date(), "date")
 _alias(pl.Time(), "time")
 _alias(pl.Binary(), "binary", "varbinary", "blob", "bytea", "image", "raw")
-_alias(pl.Datetime("us", _UTC), "timestamp", "timestamptz", "timestamp with time zone", "timestamp_ltz",
-       "datetimeoffset")
+_alias(
+    pl.Datetime("us", _UTC), "timestamp", "timestamptz", "timestamp with time zone", "timestamp_ltz", "datetimeoffset"
+)
 _alias(pl.Datetime("us"), "timestamp_ntz", "datetime", "datetime2", "timestamp without time zone", "smalldatetime")
-# fmt: skip
+
 
 _DECIMAL = re.compile(r"^(decimal|numeric|number|dec)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?$")
 _SIZED = re.compile(r"^([a-z_ ]+?)\s*\(\s*\d+(?:\s*,\s*\d+)?\s*\)$")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import uuid
 import copy
+import uuid
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal

@@ -23,15 +23,15 @@ import polars as pl
 
 from datacoolie_core import faults
 from datacoolie_core.destinations import get_writer
-from datacoolie_core.errors import TransformError
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
+from datacoolie_core.errors import TransformError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
 from datacoolie_core.sources import get_reader
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.transforms import run_pipeline
-from datacoolie_core.transforms.base import Transformer, TransformContext
+from datacoolie_core.transforms.base import TransformContext, Transformer
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.serializer import serialize_watermark

@@ -45,7 +45,9 @@ def parse_expression(sql: str) -> exp.Expression:
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         where = f" near {first.get('highlight')!r}" if first.get("highlight") else ""
-        raise SqlExpressionError(f"SQL expression {sql!r} does not parse{where}: {first.get('description', e)}") from None
+        raise SqlExpressionError(
+            f"SQL expression {sql!r} does not parse{where}: {first.get('description', e)}"
+        ) from None
     if len(statements) != 1:
         raise SqlExpressionError(f"SQL expression {sql!r} holds {len(statements)} statements; give one expression")
     node = statements[0]

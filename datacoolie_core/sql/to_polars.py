@@ -28,7 +28,9 @@ _EXTRACT = {"YEAR": "year", "QUARTER": "quarter", "MONTH": "month", "WEEK": "wee
             "HOUR": "hour", "MINUTE": "minute", "SECOND": "second"}  # fmt: skip
 
 
-def compile_expression(sql: str | exp.Expression, *, schema: Schema | None = None, now: datetime | None = None) -> pl.Expr:
+def compile_expression(
+    sql: str | exp.Expression, *, schema: Schema | None = None, now: datetime | None = None
+) -> pl.Expr:
     """A Polars expression computing ``sql`` row by row.
 
     Args:
@@ -97,7 +99,11 @@ class _Compiler:
 
     def temporal(self, node: exp.Expression, target: type[pl.DataType]) -> pl.Expr:
         """``node`` as a Date/Datetime: strings are parsed (ISO), temporals pass through."""
-        inner = node.this if isinstance(node, (exp.TsOrDsToDate, exp.TimeStrToTime)) and not node.args.get("format") else node
+        inner = (
+            node.this
+            if isinstance(node, (exp.TsOrDsToDate, exp.TimeStrToTime)) and not node.args.get("format")
+            else node
+        )
         expr = self.compile(inner)
         dtype = self.dtype_of(inner)
         if dtype is not None and dtype.is_temporal():
@@ -111,7 +117,9 @@ class _Compiler:
             return int(node.this)
         if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
             return -int(node.this.this)
-        raise SqlExpressionError(f"expected an integer literal, got {node.sql() if node else None!r} (in {self.text!r})")
+        raise SqlExpressionError(
+            f"expected an integer literal, got {node.sql() if node else None!r} (in {self.text!r})"
+        )
 
     def literal_str(self, node: exp.Expression | None) -> str:
         if isinstance(node, exp.Literal) and node.is_string:
@@ -194,8 +202,10 @@ def _case(c: _Compiler, node: exp.Case) -> pl.Expr:
 
 def _if(c: _Compiler, node: exp.If) -> pl.Expr:
     otherwise = node.args.get("false")
-    return pl.when(c.arg(node)).then(c.arg(node, "true")).otherwise(
-        c.compile(otherwise) if otherwise is not None else pl.lit(None)
+    return (
+        pl.when(c.arg(node))
+        .then(c.arg(node, "true"))
+        .otherwise(c.compile(otherwise) if otherwise is not None else pl.lit(None))
     )
 
 
@@ -206,8 +216,10 @@ def _cast(c: _Compiler, node: exp.Cast) -> pl.Expr:
     except ValueError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
     source = node.this
-    if isinstance(dtype, (pl.Date, pl.Datetime)) and (c.dtype_of(source) in (None, pl.String)) and isinstance(
-        source, exp.Literal
+    if (
+        isinstance(dtype, (pl.Date, pl.Datetime))
+        and (c.dtype_of(source) in (None, pl.String))
+        and isinstance(source, exp.Literal)
     ):
         return c.temporal(source, type(dtype)).cast(dtype)
     if isinstance(dtype, (pl.Date, pl.Datetime)) and c.dtype_of(source) == pl.String:
@@ -324,9 +336,11 @@ _HANDLERS: dict[type[exp.Expression], Callable[[_Compiler, Any], pl.Expr]] = {
     exp.And: _binary(lambda a, b: a & b),
     exp.Or: _binary(lambda a, b: a | b),
     exp.DPipe: _binary(lambda a, b: pl.concat_str([a, b])),
-    exp.Is: lambda c, n: c.arg(n).is_null()
-    if isinstance(n.args["expression"], exp.Null)
-    else c.arg(n).eq_missing(c.arg(n, "expression")),
+    exp.Is: lambda c, n: (
+        c.arg(n).is_null()
+        if isinstance(n.args["expression"], exp.Null)
+        else c.arg(n).eq_missing(c.arg(n, "expression"))
+    ),
     exp.In: _in,
     exp.Between: lambda c, n: (c.arg(n) >= c.arg(n, "low")) & (c.arg(n) <= c.arg(n, "high")),
     exp.Like: _like(False),
@@ -374,7 +388,9 @@ _HANDLERS: dict[type[exp.Expression], Callable[[_Compiler, Any], pl.Expr]] = {
     exp.TimeStrToTime: lambda c, n: c.temporal(n, pl.Datetime),
     exp.TsOrDsAdd: _date_add,
     exp.DateAdd: _date_add,
-    exp.DateDiff: lambda c, n: (c.temporal(n.this, pl.Date) - c.temporal(n.args["expression"], pl.Date)).dt.total_days(),
+    exp.DateDiff: lambda c, n: (
+        c.temporal(n.this, pl.Date) - c.temporal(n.args["expression"], pl.Date)
+    ).dt.total_days(),
     exp.CurrentTimestamp: lambda c, n: pl.lit(c.now),
     exp.CurrentDate: lambda c, n: pl.lit(c.now.date()),
     exp.Anonymous: _anonymous,

@@ -46,8 +46,12 @@ class PendingCommit:
     def to_text(self) -> str:
         watermark = serialize_watermark(self.watermark) if self.watermark else None
         return json.dumps(
-            {"app_id": self.app_id, "sequence": self.sequence, "dataflow_run_id": self.dataflow_run_id,
-             "watermark": watermark},  # fmt: skip
+            {
+                "app_id": self.app_id,
+                "sequence": self.sequence,
+                "dataflow_run_id": self.dataflow_run_id,
+                "watermark": watermark,
+            },
             sort_keys=True,
         )
 

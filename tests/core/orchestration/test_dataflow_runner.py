@@ -26,8 +26,12 @@ REPO = Path(__file__).parents[3]
 
 
 def metadata(tmp_path: Path, load_type: str = "append", destination_format: str = "delta", **transform: Any) -> Path:
-    destination: dict[str, Any] = {"connection_name": "lake", "schema_name": "silver", "table": "orders",
-                                   "load_type": load_type}  # fmt: skip
+    destination: dict[str, Any] = {
+        "connection_name": "lake",
+        "schema_name": "silver",
+        "table": "orders",
+        "load_type": load_type,
+    }
     if load_type in ("merge_upsert", "merge_overwrite", "scd2"):
         destination["merge_keys"] = ["order_id"]
     if load_type == "scd2":
@@ -41,8 +45,12 @@ def metadata(tmp_path: Path, load_type: str = "append", destination_format: str 
             {
                 "name": "orders",
                 "stage": "bronze2silver",
-                "source": {"connection_name": "landing", "schema_name": "sales", "table": "orders",
-                           "watermark_columns": ["updated_at"]},  # fmt: skip
+                "source": {
+                    "connection_name": "landing",
+                    "schema_name": "sales",
+                    "table": "orders",
+                    "watermark_columns": ["updated_at"],
+                },
                 "transform": transform,
                 "destination": destination,
             }
@@ -58,7 +66,11 @@ def land(tmp_path: Path, name: str, ids: list[int], minutes: list[int]) -> None:
     folder = tmp_path / "landing" / "sales" / "orders"
     folder.mkdir(parents=True, exist_ok=True)
     pl.DataFrame(
-        {"order_id": ids, "amount": [float(i) for i in ids], "updated_at": [T0 + timedelta(minutes=m) for m in minutes]},
+        {
+            "order_id": ids,
+            "amount": [float(i) for i in ids],
+            "updated_at": [T0 + timedelta(minutes=m) for m in minutes],
+        },
         schema_overrides={"updated_at": pl.Datetime("us", "UTC")},
     ).write_parquet(folder / f"{name}.parquet")
 
@@ -168,7 +180,9 @@ def test_crash_after_commit_before_watermark_save_neither_loses_nor_duplicates(
     if destination_format == "delta":
         rows = table(tmp_path).select("order_id", "updated_at")
     else:
-        rows = pl.read_parquet(tmp_path / "lake" / "silver" / "orders" / "**/*.parquet").select("order_id", "updated_at")
+        rows = pl.read_parquet(tmp_path / "lake" / "silver" / "orders" / "**/*.parquet").select(
+            "order_id", "updated_at"
+        )
     expected = {
         "append": [(1, 10), (2, 20), (2, 25), (3, 30)],
         "overwrite": [(2, 25), (3, 30)],

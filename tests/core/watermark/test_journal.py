@@ -40,7 +40,8 @@ def test_recover_when_the_write_landed_saves_its_watermark(
     watermarks.save_watermark(dataflow_id, {"updated_at": T1})
     journal.announce(dataflow_id, PendingCommit("datacoolie:x", 3, "run-1", {"updated_at": T2}))
     landed = journal.recover(dataflow_id, lambda app_id: 3 if app_id == "datacoolie:x" else None)
-    assert landed is not None and landed.sequence == 3
+    assert landed is not None
+    assert landed.sequence == 3
     assert watermarks.get_watermark(dataflow_id) == {"updated_at": T2}
     assert journal.pending(dataflow_id) is None
 

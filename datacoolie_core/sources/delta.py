@@ -1,0 +1,145 @@
+"""The Delta reader: a Delta table by path, or SQL over the connection's Delta tables (S-18).
+
+Table mode scans ``base_path/schema_name/table`` lazily at the table's current version and records
+that version in ``source_action["version"]``.
+
+Query mode (``source.query``) runs the SQL on Polars' SQL engine: every table the query names
+(``schema.table`` or ``table``, found with sqlglot; CTE names excepted) is registered from
+``base_path/<schema>/<table>`` of the source's connection; an unqualified name is looked up under
+the source's ``schema_name`` first, then directly under ``base_path``. The query is run as written,
+so it may use only functions Polars' SQL knows. Then the watermark window, ``filter_expression``
+and the count/max apply to the query's result, as for any source.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import polars as pl
+import sqlglot
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError, TableNotFoundError
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from datacoolie_core.errors import SourceError
+from datacoolie_core.models.coerce import build_path, did_you_mean
+from datacoolie_core.models.dataflow import Source
+from datacoolie_core.sources.base import ReadRequest, ReadResult
+from datacoolie_core.sources.finalize import finalize, source_label
+
+
+class DeltaReader:
+    """Reads a Delta table, or a SQL query over the connection's Delta tables."""
+
+    def read(self, source: Source, request: ReadRequest) -> ReadResult | None:
+        label = source_label(source)
+        if source.query:
+            lf, action = _read_query(source, source.query, label)
+        else:
+            if not source.path:
+                raise SourceError(f"{label}: a Delta source needs base_path and table (or a query)")
+            table = open_table(source.path, label)
+            lf, action = scan_table(table, source.path, label), {"path": source.path, "version": table.version()}
+        return finalize(lf, source, request, source_action=action)
+
+
+def open_table(path: str, label: str) -> DeltaTable:
+    """The Delta table at ``path`` (latest version).
+
+    Raises:
+        SourceError: no Delta table there, or its log cannot be read.
+    """
+    try:
+        return DeltaTable(path)
+    except TableNotFoundError as e:
+        raise SourceError(
+            f"{label}: no Delta table at '{path}' (resolved against {os.getcwd()}); "
+            "check base_path/schema_name/table, or run the dataflow that creates it first"
+        ) from e
+    except (DeltaError, OSError) as e:
+        raise SourceError(f"{label}: cannot open the Delta table at '{path}': {e}") from e
+
+
+def scan_table(table: DeltaTable, path: str, label: str) -> pl.LazyFrame:
+    """A lazy scan of ``table`` pinned to the version it was opened at."""
+    try:
+        return pl.scan_delta(table)
+    except (pl.exceptions.PolarsError, DeltaError, OSError) as e:
+        raise SourceError(f"{label}: cannot scan the Delta table at '{path}': {e}") from e
+
+
+def referenced_tables(query: str, label: str) -> list[tuple[str | None, str]]:
+    """``(schema, table)`` of every table ``query`` reads, in order, without repeats or CTE names."""
+    try:
+        tree = sqlglot.parse_one(query, read="spark")
+    except ParseError as e:
+        raise SourceError(f"{label}: source.query does not parse as SQL: {e}; fix the query") from e
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    found: list[tuple[str | None, str]] = []
+    for table in tree.find_all(exp.Table):
+        key = (table.db or None, table.name)
+        if table.name and key not in found and not (key[0] is None and table.name.lower() in ctes):
+            found.append(key)
+    return found
+
+
+def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, dict[str, Any]]:
+    base = source.connection.base_path
+    if not base:
+        raise SourceError(f"{label}: a query over Delta tables needs the connection's base_path")
+    context = pl.SQLContext()
+    tables: dict[str, dict[str, Any]] = {}
+    for schema, name in referenced_tables(query, label):
+        path = _resolve_table(base, schema, name, source.schema_name, label)
+        table = open_table(path, label)
+        registered = f"{schema}.{name}" if schema else name
+        context.register(registered, scan_table(table, path, label))
+        tables[registered] = {"path": path, "version": table.version()}
+    try:
+        lf = context.execute(query)
+    except (pl.exceptions.PolarsError, ValueError) as e:
+        raise SourceError(f"{label}: source.query failed on Polars SQL: {e}; use functions Polars SQL supports") from e
+    return lf, {"query": query, "tables": tables}
+
+
+def _resolve_table(base: str, schema: str | None, name: str, default_schema: str | None, label: str) -> str:
+    if schema:
+        candidates = [build_path(base, schema, name)]
+    else:
+        candidates = [build_path(base, default_schema, name)] if default_schema else []
+        candidates.append(build_path(base, name))
+    for path in candidates:
+        if os.path.isdir(os.path.join(path, "_delta_log")):
+            return path
+    known = list_delta_tables(base)
+    wanted = f"{schema}.{name}" if schema else name
+    raise SourceError(
+        f"{label}: table '{wanted}' in source.query is not a Delta table under '{base}'{did_you_mean(wanted, known)} "
+        f"(tables: {', '.join(known) or 'none'}); fix the table name or create the table first"
+    )
+
+
+def list_delta_tables(base: str) -> list[str]:
+    """``schema.table`` / ``table`` names of the Delta tables one or two levels under ``base``."""
+    found: list[str] = []
+    for first in _subdirs(base):
+        if _is_delta(base, first):
+            found.append(first)
+            continue
+        found += [
+            f"{first}.{second}" for second in _subdirs(os.path.join(base, first)) if _is_delta(base, first, second)
+        ]
+    return sorted(found)
+
+
+def _subdirs(path: str) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(path) if e.is_dir() and not e.name.startswith((".", "_")))
+    except OSError:
+        return []
+
+
+def _is_delta(*parts: str) -> bool:
+    return os.path.isdir(os.path.join(*parts, "_delta_log"))

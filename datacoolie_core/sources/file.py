@@ -1,0 +1,197 @@
+"""The file reader: parquet, csv, json, jsonl, avro and excel folders (DataCoolie S-09 … S-17).
+
+The source folder is ``base_path/schema_name/table`` (relative paths resolve against the working
+directory). It is listed, not globbed: files with the format's extension (``excel`` -> ``.xlsx``),
+non-recursive unless ``connection.configure.use_hive_partitioning`` (then recursive, and parquet
+gets Hive ``key=value`` columns). Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``,
+``_delta_log``) are skipped, as Spark and Hive do. Files are read in (mtime, path) order, so a read
+is deterministic.
+
+Each file is scanned on its own and tagged with ``__file_name``, ``__file_path`` (as listed) and
+``__file_modification_time`` (UTC); the scans are concatenated with ``diagonal_relaxed``, so a
+column missing from some files is null there and differing dtypes widen to a common type.
+
+``__file_modification_time`` in ``watermark_columns`` prunes files *before* reading: only files with
+mtime ``> stored`` (replay: ``start <=`` mtime ``< end``); its new watermark is the newest mtime
+read. Like DataCoolie, this pruning applies in addition to (not OR-ed with) the data columns' window.
+Date-folder partitions (``date_folder_partitions``, S-12) are not supported yet.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import polars as pl
+
+from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME, FILE_NAME, FILE_PATH
+from datacoolie_core.errors import SourceError
+from datacoolie_core.models.dataflow import Source
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
+from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
+from datacoolie_core.sources.options import CSV_ALIASES, polars_options
+from datacoolie_core.sources.window import coerce_bound, lookup
+
+EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
+              "excel": ".xlsx"}  # fmt: skip
+_MTIME_DTYPE = pl.Datetime("us", "UTC")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One listed file: its path as listed (relative if the base path is), name and mtime (UTC)."""
+
+    path: str
+    name: str
+    modified: datetime
+
+
+class FileReader:
+    """Reads a folder of files of the connection's format."""
+
+    def read(self, source: Source, request: ReadRequest) -> ReadResult | None:
+        label = source_label(source)
+        fmt = source.connection.format or "parquet"
+        folder = _folder(source, label)
+        hive = source.connection.configure.use_hive_partitioning
+        listed = list_files(folder, EXTENSIONS[fmt], recursive=hive, label=label)
+        files = prune_by_mtime(listed, source, request, label=label)
+        action: dict[str, Any] = {"path": folder, "format": fmt, "files_listed": len(listed),
+                                  "files_read": [f.path for f in files]}  # fmt: skip
+        if not files:
+            return None
+        frames = [_tag(scan_file(f.path, fmt, source.read_options, hive=hive, label=label), f) for f in files]
+        lf = pl.concat(frames, how="diagonal_relaxed")
+        pseudo = {key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)}
+        return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
+
+
+def list_files(folder: str, extension: str, *, recursive: bool, label: str) -> list[FileInfo]:
+    """Files under ``folder`` ending in ``extension`` (case-insensitive), sorted by (mtime, path).
+
+    Raises:
+        SourceError: the folder does not exist or cannot be listed.
+    """
+    if not os.path.isdir(folder):
+        raise SourceError(
+            f"{label}: folder '{folder}' does not exist (resolved against {os.getcwd()}); "
+            "fix base_path/schema_name/table, or create the folder"
+        )
+    try:
+        found = [
+            FileInfo(path=path, name=entry.name, modified=_mtime(entry.stat().st_mtime_ns))
+            for path, entry in _walk(folder, recursive)
+            if entry.name.lower().endswith(extension) and entry.is_file()
+        ]
+    except OSError as e:
+        raise SourceError(f"{label}: cannot list folder '{folder}': {e}; check its permissions") from e
+    return sorted(found, key=lambda f: (f.modified, f.path))
+
+
+def prune_by_mtime(files: list[FileInfo], source: Source, request: ReadRequest, *, label: str) -> list[FileInfo]:
+    """The files a ``__file_modification_time`` watermark or replay range lets through."""
+    if request.read_range is not None:
+        return _in_range(files, request.read_range, label) if _is_mtime(request.read_range.column) else files
+    key = next((c for c in source.watermark_columns if _is_mtime(c)), None)
+    stored = lookup(lower_bounds(source, request), key) if key else None
+    if stored is None:
+        return files
+    bound = _utc_bound(stored, label)
+    return [f for f in files if f.modified > bound]
+
+
+def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label: str) -> pl.LazyFrame:
+    """A lazy frame of one file (json, avro and excel are read eagerly, as Polars has no scan for them)."""
+    try:
+        if fmt == "parquet":
+            return pl.scan_parquet(
+                path, hive_partitioning=hive, **polars_options(pl.scan_parquet, options, label=label)
+            )
+        if fmt == "csv":
+            csv_options = polars_options(pl.scan_csv, options, aliases=CSV_ALIASES, label=label)
+            return pl.scan_csv(path, **csv_options)
+        if fmt == "jsonl":
+            return pl.scan_ndjson(path, **polars_options(pl.scan_ndjson, options, label=label))
+        if fmt == "json":
+            return pl.read_json(path).lazy()  # DataCoolie ignores read options for json (S-16)
+        if fmt == "avro":
+            return pl.read_avro(path).lazy()
+        return _read_excel(path, options, label)
+    except (pl.exceptions.PolarsError, OSError, ValueError, TypeError) as e:
+        raise SourceError(f"{label}: cannot read file '{path}': {e}; check the file and source.read_options") from e
+
+
+def _read_excel(path: str, options: dict[str, Any], label: str) -> pl.LazyFrame:
+    try:
+        result = pl.read_excel(path, **polars_options(pl.read_excel, options, label=label))
+    except ImportError as e:
+        raise SourceError(
+            f"{label}: reading excel files needs an Excel engine that is not installed ({e}); "
+            "install it with `pip install fastexcel` (or pass read_options engine='openpyxl' with openpyxl installed)"
+        ) from e
+    frames = list(result.values()) if isinstance(result, dict) else [result]
+    return pl.concat([f.lazy() for f in frames], how="diagonal_relaxed")
+
+
+def _tag(lf: pl.LazyFrame, info: FileInfo) -> pl.LazyFrame:
+    return lf.with_columns(
+        pl.lit(info.name, dtype=pl.String).alias(FILE_NAME),
+        pl.lit(info.path, dtype=pl.String).alias(FILE_PATH),
+        pl.lit(info.modified, dtype=_MTIME_DTYPE).alias(FILE_MODIFICATION_TIME),
+    )
+
+
+def _folder(source: Source, label: str) -> str:
+    configure = source.connection.configure
+    if configure.date_folder_partitions or any(c.lower() == DATE_FOLDER_PARTITION for c in source.watermark_columns):
+        raise SourceError(
+            f"{label}: date_folder_partitions are not supported yet by this engine; "
+            "use __file_modification_time as the watermark column, or hive partitioning"
+        )
+    path = source.path
+    if not path:
+        raise SourceError(f"{label}: a file source needs connection base_path and table; set configure.base_path")
+    if "://" in path:
+        raise SourceError(f"{label}: remote path '{path}' is not supported by this engine yet; use a local path")
+    return path
+
+
+def _walk(folder: str, recursive: bool) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name.startswith((".", "_")):
+                continue
+            path = os.path.join(folder, entry.name)
+            if recursive and entry.is_dir():
+                yield from _walk(path, recursive)
+            else:
+                yield path, entry
+
+
+def _mtime(ns: int) -> datetime:
+    # Microseconds: the precision a stored watermark keeps, so "mtime > stored" is stable.
+    return _EPOCH + timedelta(microseconds=ns // 1000)
+
+
+def _in_range(files: list[FileInfo], read_range: ReadRange, label: str) -> list[FileInfo]:
+    start = _utc_bound(read_range.start, label) if read_range.start is not None else None
+    end = _utc_bound(read_range.end, label) if read_range.end is not None else None
+    return [f for f in files if (start is None or f.modified >= start) and (end is None or f.modified < end)]
+
+
+def _utc_bound(value: Any, label: str) -> datetime:
+    try:
+        bound: datetime = coerce_bound(value, _MTIME_DTYPE)[0]
+    except (ValueError, TypeError) as e:
+        raise SourceError(
+            f"{label}: {FILE_MODIFICATION_TIME} bound {value!r} is not a timestamp ({e}); fix or delete the stored watermark"
+        ) from e
+    return bound
+
+
+def _is_mtime(column: str) -> bool:
+    return column.lower() == FILE_MODIFICATION_TIME

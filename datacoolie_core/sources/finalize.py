@@ -1,0 +1,142 @@
+"""The shared tail of every read (DataCoolie S-03, S-06): window, filter, one collect, count and max.
+
+Order: the watermark window (or replay range) -> ``source.filter_expression`` -> collect once ->
+count -> new watermark over the surviving rows. Rows the filter drops never advance the watermark
+(F-08). Zero rows is ``None``: the dataflow is skipped and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import polars as pl
+
+from datacoolie_core.errors import SourceError
+from datacoolie_core.models.dataflow import Source
+from datacoolie_core.models.runtime import SourceRuntimeInfo
+from datacoolie_core.sources.base import ReadRequest, ReadResult
+from datacoolie_core.sources.lookback import effective_lower_bounds
+from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, window_predicate
+from datacoolie_core.sql import SqlExpressionError, compile_expression
+
+
+def source_label(source: Source) -> str:
+    """How errors name a source: ``source 'sales.orders' (connection 'landing')``."""
+    what = source.python_function or ".".join(p for p in (source.schema_name, source.table) if p) or "query"
+    return f"source '{what}' (connection '{source.connection.name}')"
+
+
+def lower_bounds(source: Source, request: ReadRequest) -> dict[str, Any] | None:
+    """The effective lower bounds of a read: look-back applied; ``None`` for a range or a first run."""
+    if request.read_range is not None:
+        return None
+    return effective_lower_bounds(request.watermark, source.backward, reference_time=request.reference_time)
+
+
+def read_window(source: Source, request: ReadRequest) -> Window | None:
+    """The data window of a read (``None``: every row qualifies)."""
+    return build_window(source.watermark_columns, lower_bounds(source, request), request.read_range)
+
+
+def finalize(
+    lf: pl.LazyFrame,
+    source: Source,
+    request: ReadRequest,
+    *,
+    source_action: dict[str, Any],
+    pseudo_watermark: Mapping[str, Any] | None = None,
+    apply_filter: bool = True,
+) -> ReadResult | None:
+    """Filter, collect once, count, and compute the new watermark.
+
+    Args:
+        lf: the raw rows of the source (lazy; nothing read yet, ideally).
+        source: the dataflow's source (watermark columns, look-back, filter_expression).
+        request: stored watermark / replay range / reference time.
+        source_action: what the reader did (files, SQL, version), recorded as is.
+        pseudo_watermark: watermark values the reader computed itself (``__file_modification_time``).
+        apply_filter: ``False`` when the reader already pushed ``filter_expression`` down (SQL).
+
+    Returns:
+        ``None`` when no row qualifies, else the rows and the runtime record.
+
+    Raises:
+        SourceError: the data cannot be read, or a watermark column is missing.
+        SqlExpressionError: ``filter_expression`` names an unknown column or is unsupported.
+    """
+    label = source_label(source)
+    schema = _collect_schema(lf, label)
+    window = read_window(source, request)
+    if window is not None:
+        lf = lf.filter(window_predicate(window, schema, label=label))
+    if apply_filter and source.filter_expression:
+        lf = lf.filter(_compiled_filter(source.filter_expression, schema, label, request.reference_time))
+    data = _collect(lf, label)
+    if data.height == 0:
+        return None
+    after = new_watermark(data, source.watermark_columns, label=label) | dict(pseudo_watermark or {})
+    runtime = SourceRuntimeInfo(
+        rows_read=data.height,
+        watermark_before=dict(request.watermark) if request.watermark else None,
+        watermark_effective=_effective(source, request),
+        watermark_after=after,
+        source_action=source_action,
+    )
+    return ReadResult(data=data, runtime=runtime)
+
+
+def new_watermark(data: pl.DataFrame, watermark_columns: Iterable[str], *, label: str) -> dict[str, Any]:
+    """Max of each (non-pseudo) watermark column, keyed as in the metadata; all-null columns omitted.
+
+    An aware datetime comes back in UTC. A nanosecond maximum is rounded *up* to the microsecond
+    (Python datetimes hold microseconds): rounding down would make ``col > stored`` re-read the
+    newest rows on every run.
+    """
+    columns = [c for c in watermark_columns if not is_pseudo(c)]
+    resolved = {c: resolve_column(c, data.columns, label=label) for c in columns}
+    maxima = data.select([_max_expr(name, data.schema[name]).alias(key) for key, name in resolved.items()])
+    after: dict[str, Any] = {}
+    for key in columns:
+        value = maxima[key][0]
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        if value is not None:
+            after[key] = value
+    return after
+
+
+def _max_expr(name: str, dtype: pl.DataType) -> pl.Expr:
+    if isinstance(dtype, pl.Datetime) and dtype.time_unit == "ns":
+        return pl.col(name).max().dt.offset_by("999ns").dt.cast_time_unit("us")
+    return pl.col(name).max()
+
+
+def _effective(source: Source, request: ReadRequest) -> dict[str, Any] | None:
+    if request.read_range is not None:
+        return {request.read_range.column: request.read_range.start}
+    return lower_bounds(source, request)
+
+
+def _compiled_filter(sql: str, schema: pl.Schema, label: str, now: datetime) -> pl.Expr:
+    try:
+        return compile_expression(sql, schema=schema, now=now)
+    except SqlExpressionError as e:
+        raise SqlExpressionError(f"{label}: filter_expression: {e}") from e
+
+
+def _collect_schema(lf: pl.LazyFrame, label: str) -> pl.Schema:
+    try:
+        return lf.collect_schema()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise SourceError(
+            f"{label}: cannot read the source's schema: {e}; check the files/table exist and are valid"
+        ) from e
+
+
+def _collect(lf: pl.LazyFrame, label: str) -> pl.DataFrame:
+    try:
+        return lf.collect()
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise SourceError(f"{label}: reading failed: {e}; check the data and source.read_options") from e

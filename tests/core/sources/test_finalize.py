@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from datacoolie_core.sources import ReadRequest
+from datacoolie_core.sources.finalize import finalize, new_watermark
+from datacoolie_core.sql import SqlExpressionError
+from tests.core.sources.helpers import REFERENCE_TIME, make_source
+
+SOURCE = make_source(
+    {"format": "function"}, python_function="x.y", watermark_columns=["ts", "n", "__file_modification_time"]
+)
+
+
+def test_finalize_applies_window_then_filter_and_records_runtime() -> None:
+    source = SOURCE.model_copy(update={"filter_expression": "n < 4"})
+    lf = pl.LazyFrame({"ts": [datetime(2024, 1, d) for d in (1, 2, 3, 4)], "n": [1, 2, 3, 4]})
+    request = ReadRequest(watermark={"ts": datetime(2024, 1, 1)}, reference_time=REFERENCE_TIME)
+    result = finalize(lf, source, request, source_action={"k": "v"}, pseudo_watermark={"__file_modification_time": 1})
+    assert result is not None
+    assert_frame_equal(result.data, pl.DataFrame({"ts": [datetime(2024, 1, d) for d in (2, 3)], "n": [2, 3]}))
+    runtime = result.runtime
+    assert (runtime.rows_read, runtime.source_action) == (2, {"k": "v"})
+    assert runtime.watermark_before == {"ts": datetime(2024, 1, 1)}
+    assert runtime.watermark_effective == {"ts": datetime(2024, 1, 1)}
+    assert runtime.watermark_after == {"ts": datetime(2024, 1, 3), "n": 3, "__file_modification_time": 1}
+
+
+def test_finalize_returns_none_for_zero_rows() -> None:
+    lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)], "n": [1]})
+    request = ReadRequest(watermark={"n": 1}, reference_time=REFERENCE_TIME)
+    assert finalize(lf, SOURCE, request, source_action={}) is None
+
+
+def test_filter_expression_with_unknown_column_names_the_source() -> None:
+    source = SOURCE.model_copy(update={"filter_expression": "statuz = 'ok'"})
+    lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)], "n": [1], "status": ["ok"]})
+    with pytest.raises(SqlExpressionError, match=r"source 'x.y'.*filter_expression.*'statuz'"):
+        finalize(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})
+
+
+def test_new_watermark_aware_max_in_utc_and_null_columns_omitted() -> None:
+    frame = pl.DataFrame(
+        {"ts": [datetime(2024, 1, 1, 10, tzinfo=UTC), datetime(2024, 1, 1, 12, tzinfo=UTC)], "n": [None, None]}
+    ).with_columns(pl.col("ts").dt.convert_time_zone("Asia/Tokyo"))
+    after = new_watermark(frame, ["TS", "n", "__file_modification_time"], label="s")
+    assert after == {"TS": datetime(2024, 1, 1, 12, tzinfo=UTC)}
+    assert after["TS"].utcoffset().total_seconds() == 0
+    assert after["TS"].tzinfo is UTC

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from datacoolie_core.errors import SourceError
+from datacoolie_core.models.connection import FORMATS
+from datacoolie_core.sources import (
+    READERS,
+    UNSUPPORTED,
+    DatabaseReader,
+    DeltaReader,
+    FileReader,
+    FunctionReader,
+    get_reader,
+)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "reader"),
+    [("parquet", FileReader), ("csv", FileReader), ("json", FileReader), ("jsonl", FileReader), ("avro", FileReader),
+     ("excel", FileReader), ("delta", DeltaReader), ("sql", DatabaseReader), ("function", FunctionReader)],
+    ids=lambda v: v if isinstance(v, str) else "",
+)  # fmt: skip
+def test_reader_per_format(fmt: str, reader: type) -> None:
+    assert isinstance(get_reader(fmt), reader)
+
+
+def test_every_connection_format_is_read_or_explained() -> None:
+    assert set(FORMATS) == set(READERS) | set(UNSUPPORTED)
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "api"])
+def test_unsupported_formats_say_so(fmt: str) -> None:
+    with pytest.raises(SourceError, match=f"format '{fmt}' is not supported by this engine"):
+        get_reader(fmt)
+
+
+def test_unknown_format_suggests() -> None:
+    with pytest.raises(SourceError, match=r"unknown source format 'parquett'; did you mean 'parquet'\?"):
+        get_reader("parquett")
