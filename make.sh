@@ -45,8 +45,8 @@ ensure_postgres() {
 test() {
   install
   ensure_postgres
-  "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests
-  "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests
+  "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests benchmarks
+  "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster
   "$VENV/bin/python" -m pytest "$@"
 }
