@@ -103,3 +103,57 @@ class DataFlowRuntimeInfo:
             for value in [getattr(self, f.name)]
         }
         return record | {"duration_seconds": self.duration_seconds}
+
+
+@dataclass
+class ExecutionResult:
+    """Outcome of one executor invocation (a run, a replay, a maintenance pass).
+
+    Counts are of submitted dataflows (a replay dataflow counts once, whatever its chunks).
+    ``runtimes`` holds one record per submitted dataflow, withheld ones with status ``pending``.
+    """
+
+    total: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    skipped: int = 0
+    running: int = 0
+    """Always 0 when the executor returns: admitted work is drained."""
+    pending: int = 0
+    """Never admitted (for example withheld after ``stop_on_error``)."""
+    runtimes: list[DataFlowRuntimeInfo] = field(default_factory=list)
+    duration_seconds: float = 0.0
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """``dataflow_id -> error message`` of the failed dataflows."""
+        return {r.dataflow_id: r.error_message or "" for r in self.runtimes if r.status == "failed"}
+
+    @property
+    def has_failures(self) -> bool:
+        return self.failed > 0
+
+    @property
+    def success_rate(self) -> float:
+        return self.succeeded / self.total if self.total else 0.0
+
+    def failure_summary(self) -> str:
+        """Failed dataflows as ``name [id]`` separated by ``;`` (DataCoolie's JobRuntime summary)."""
+        return "; ".join(f"{r.dataflow_name} [{r.dataflow_id}]" for r in self.runtimes if r.status == "failed")
+
+    def raise_on_failures(self) -> None:
+        """Raise :class:`~datacoolie_core.errors.DataCoolieError` naming every failed dataflow."""
+        from datacoolie_core.errors import DataCoolieError
+
+        if self.failed:
+            details = "\n".join(
+                f"  {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in self.runtimes if r.status == "failed"
+            )
+            raise DataCoolieError(f"{self.failed} of {self.total} dataflow(s) failed:\n{details}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total, "succeeded": self.succeeded, "failed": self.failed, "skipped": self.skipped,
+            "running": self.running, "pending": self.pending, "duration_seconds": self.duration_seconds,
+            "dataflows": [r.to_dict() for r in self.runtimes],
+        }
