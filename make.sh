@@ -23,8 +23,17 @@ install() {
 }
 
 example() {
+  # The bundled example end to end, in ./data: land a batch of source files (a new batch on every
+  # call), then run both stages (incremental append, merge, scd2) and replay Q1 month by month.
   install
-  "$VENV/bin/datacoolie" validate datacoolie_dagster/example/metadata.json
+  local metadata=datacoolie_dagster/example/metadata.json
+  local state=(--state-path data/state --log-path data/logs)
+  "$VENV/bin/datacoolie" validate "$metadata"
+  "$VENV/bin/python" -m datacoolie_dagster.example.generate --root data
+  "$VENV/bin/datacoolie" run --metadata "$metadata" --stage landing2bronze "${state[@]}"
+  "$VENV/bin/datacoolie" run --metadata "$metadata" --stage bronze2silver "${state[@]}"
+  "$VENV/bin/datacoolie" replay --metadata "$metadata" --stage bronze2silver --dataflow orders_bronze_to_silver \
+    --start 2024-01-01 --end 2024-04-01 --chunk-interval-json '{"months": 1}' "${state[@]}"
 }
 
 ensure_postgres() {

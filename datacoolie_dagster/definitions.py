@@ -18,5 +18,6 @@ EXAMPLE_METADATA = Path(__file__).parent / "example" / "metadata.json"
 METADATA_PATH = Path(os.environ.get("DATACOOLIE_METADATA_PATH", EXAMPLE_METADATA))
 
 provider = FileProvider(METADATA_PATH)
+provider.initialize()  # a broken metadata file fails the code location with every error listed
 
 defs = dg.Definitions()

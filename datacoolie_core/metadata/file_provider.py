@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ from datacoolie_core.metadata.loader import read_metadata_file
 from datacoolie_core.metadata.selection import (
     matching_schema_hints,
     normalize_names,
+    normalize_paths,
     with_shared_schema_hints,
 )
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
@@ -22,14 +25,15 @@ from datacoolie_core.watermark.file_store import FileWatermarkStore
 from datacoolie_core.watermark.journal import PENDING_COMMIT_FILE_NAME
 
 WATERMARK_FOLDER = "watermarks"
+_LOG = logging.getLogger("datacoolie.metadata")
 
 
 class FileProvider:
     """Serve connections, dataflows and watermarks of one DataCoolie metadata file.
 
-    The file is read and validated once, at construction; a document with any error raises
-    :class:`~datacoolie_core.errors.MetadataError` listing them all, so nothing runs on a partly
-    valid file. Watermarks live at ``<root>/{stage}_{name}_{dataflow_id}/watermark_value.json``,
+    Construction touches no file; the file is read and validated once, by :meth:`initialize` or the
+    first getter. A document with any error raises :class:`~datacoolie_core.errors.MetadataError`
+    listing them all, so nothing runs on a partly valid file. Watermarks live at ``<root>/{stage}_{name}_{dataflow_id}/watermark_value.json``,
     DataCoolie's layout, so existing state is picked up unchanged.
 
     Args:
@@ -37,6 +41,7 @@ class FileProvider:
         watermark_base_path: the watermark root itself; wins over ``state_base_path``.
         state_base_path: a state root; watermarks go to ``<state_base_path>/watermarks``.
             Without either, ``<folder of config_path>/watermarks``.
+        sql_base_path: one or several roots for ``.sql`` query references.
 
     Example:
         >>> provider = FileProvider("metadata/pipeline.json")
@@ -50,11 +55,9 @@ class FileProvider:
         *,
         watermark_base_path: str | os.PathLike[str] | None = None,
         state_base_path: str | os.PathLike[str] | None = None,
+        sql_base_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
     ) -> None:
         self.config_path = Path(config_path)
-        document = validate_document(read_metadata_file(self.config_path), file=str(self.config_path))
-        document.raise_on_errors()
-        self.document: ValidatedDocument = document
         if watermark_base_path is not None:
             root = Path(watermark_base_path)
         elif state_base_path is not None:
@@ -62,21 +65,56 @@ class FileProvider:
         else:
             root = self.config_path.parent / WATERMARK_FOLDER
         self.watermark_base_path = root
+        self.sql_base_paths: tuple[Path, ...] = tuple(Path(p) for p in normalize_paths(sql_base_path))
+        """SQL roots this provider's configuration declares (``.sql`` query references)."""
         self._store = FileWatermarkStore(root)
-        self._connections = {c.name: c for c in document.connections}
-        self._connections_by_id = {str(c.connection_id): c for c in document.connections}
-        self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
-        self._attached = {id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()}
+        self._lock = threading.Lock()
+        self._document: ValidatedDocument | None = None
+
+    def initialize(self) -> None:
+        """Read and validate the file (once; later calls do nothing).
+
+        Getters initialize on first use; a driver calls this explicitly after its loggers are active,
+        so the provider's warnings are captured. Validation warnings go to the ``datacoolie.metadata``
+        logger.
+
+        Raises:
+            MetadataError: the file cannot be read or has any error (all of them are listed).
+        """
+        with self._lock:
+            if self._document is not None:
+                return
+            document = validate_document(read_metadata_file(self.config_path), file=str(self.config_path))
+            for issue in document.warnings:
+                _LOG.warning("%s", issue)
+            document.raise_on_errors()
+            self._connections = {c.name: c for c in document.connections}
+            self._connections_by_id = {str(c.connection_id): c for c in document.connections}
+            self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
+            self._attached = {
+                id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()
+            }
+            self._document = document
+
+    @property
+    def document(self) -> ValidatedDocument:
+        """The validated document (initializes on first use)."""
+        self.initialize()
+        assert self._document is not None
+        return self._document
 
     # --- connections ----------------------------------------------------------------------
 
     def get_connections(self, active_only: bool = True) -> list[Connection]:
+        self.initialize()
         return [c for c in self._connections.values() if c.is_active or not active_only]
 
     def get_connection_by_name(self, name: str) -> Connection | None:
+        self.initialize()
         return self._connections.get(name)
 
     def get_connection_by_id(self, connection_id: str) -> Connection | None:
+        self.initialize()
         return self._connections_by_id.get(connection_id)
 
     # --- dataflows ------------------------------------------------------------------------
@@ -92,11 +130,13 @@ class FileProvider:
         ``None`` or ``""`` selects every stage. Stage order implies no execution order. Shared
         ``schema_hints`` are attached unless the dataflow has its own or ``attach_schema_hints`` is off.
         """
+        self.initialize()
         stages = set(normalize_names(stage))
         pool = self._attached if attach_schema_hints else self._dataflows
         return [d for d in pool.values() if (not stages or d.stage in stages) and (d.is_active or not active_only)]
 
     def get_dataflow_by_id(self, dataflow_id: str, attach_schema_hints: bool = True) -> DataFlow | None:
+        self.initialize()
         return (self._attached if attach_schema_hints else self._dataflows).get(dataflow_id)
 
     def get_maintenance_dataflows(
@@ -113,6 +153,7 @@ class FileProvider:
 
     def get_schema_hints(self, connection_id: str, table_name: str, schema_name: str | None = None) -> list[SchemaHint]:
         """Active shared hints for a source table (see :func:`matching_schema_hints`)."""
+        self.initialize()
         conn = self._connections_by_id.get(connection_id)
         if conn is None:
             return []
@@ -122,6 +163,7 @@ class FileProvider:
 
     def watermark_folder(self, dataflow_id: str) -> str:
         """``{stage}_{name}_{dataflow_id}``, empty parts left out; the bare id for unknown dataflows."""
+        self.initialize()
         dataflow = self._dataflows.get(dataflow_id)
         parts = [dataflow.stage, dataflow.name] if dataflow else []
         return "_".join(p for p in (*parts, dataflow_id) if p)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from datacoolie_core.models.coerce import ensure_list
@@ -13,6 +14,15 @@ from datacoolie_core.models.transform import SchemaHint, SharedSchemaHint
 def normalize_names(value: str | Sequence[str] | None) -> list[str]:
     """``None``/``""`` -> ``[]`` (no filter); ``"a,b"`` or ``["a", "b"]`` -> ``["a", "b"]`` (P-02)."""
     return [str(v).strip() for v in ensure_list(value) if str(v).strip()]
+
+
+def normalize_paths(value: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None) -> list[str]:
+    """One path, several, or none, as a list of strings."""
+    if value is None:
+        return []
+    if isinstance(value, (str, os.PathLike)):
+        return [os.fspath(value)]
+    return [os.fspath(v) for v in value]
 
 
 def matching_schema_hints(

@@ -79,6 +79,10 @@ class DataFlowRuntimeInfo:
     destination: DestinationRuntimeInfo = field(default_factory=DestinationRuntimeInfo)
     retry_attempts: int = 0
     skip_reason: str | None = None
+    replay_chunk: dict[str, Any] | None = None
+    """For one replay chunk: ``index``, ``key``, ``start`` (inclusive) and ``end`` (exclusive)."""
+    chunks: list[DataFlowRuntimeInfo] = field(default_factory=list)
+    """For a replay's aggregate record: each chunk's own record, in order."""
     exception: BaseException | None = field(default=None, repr=False, compare=False)
     """The error of a failed run, for the caller's retry policy (not serialized)."""
 
@@ -147,13 +151,20 @@ class ExecutionResult:
 
         if self.failed:
             details = "\n".join(
-                f"  {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in self.runtimes if r.status == "failed"
+                f"  {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}"
+                for r in self.runtimes
+                if r.status == "failed"
             )
             raise DataCoolieError(f"{self.failed} of {self.total} dataflow(s) failed:\n{details}")
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "total": self.total, "succeeded": self.succeeded, "failed": self.failed, "skipped": self.skipped,
-            "running": self.running, "pending": self.pending, "duration_seconds": self.duration_seconds,
+            "total": self.total,
+            "succeeded": self.succeeded,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "running": self.running,
+            "pending": self.pending,
+            "duration_seconds": self.duration_seconds,
             "dataflows": [r.to_dict() for r in self.runtimes],
         }

@@ -292,7 +292,7 @@ def test_file_provider_error_names_file_path_and_fix(tmp_path: Path, document: D
     rename("dataflows[0].source.watermark_columns", "watermark_column")(document)
     path = write_json(tmp_path / "pipeline.json", document)
     with pytest.raises(MetadataError) as raised:
-        FileProvider(path)
+        FileProvider(path).initialize()
     assert str(raised.value).splitlines()[1].strip() == (
         f"{path}: dataflows[0].source.watermark_column (dataflow 'orders'): "
         "unknown key 'watermark_column'; did you mean 'watermark_columns'?"
@@ -332,7 +332,7 @@ def test_mixed_file_validates_the_good_dataflow_but_never_loads_for_a_run(tmp_pa
     result = validate_document(document)
     assert [d.name for d in result.dataflows] == ["customers"]
     with pytest.raises(MetadataError, match=r"dataflows\[0\]\.destination\.load_type"):
-        FileProvider(write_json(tmp_path / "m.json", document))
+        FileProvider(write_json(tmp_path / "m.json", document)).initialize()
 
 
 def test_configure_typo_is_a_warning_not_an_error(document: Doc) -> None:
@@ -371,12 +371,12 @@ def test_parse_errors(tmp_path: Path, text: str, suffix: str, match: str) -> Non
     path = tmp_path / f"meta{suffix}"
     path.write_text(text)
     with pytest.raises(MetadataError, match=match):
-        FileProvider(path)
+        FileProvider(path).initialize()
 
 
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(MetadataError, match="cannot read the metadata file"):
-        FileProvider(tmp_path / "nope.json")
+        FileProvider(tmp_path / "nope.json").initialize()
 
 
 def test_yaml_dates_stay_strings(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def test_file_provider_raises_only_metadata_errors(tmp_path: Path, doc: dict[str
     path.write_text(json.dumps(doc, allow_nan=True))
     raised: list[MetadataError] = []
     try:
-        FileProvider(path)
+        FileProvider(path).initialize()
     except MetadataError as e:  # any other exception fails the test
         raised.append(e)
     for error in raised:

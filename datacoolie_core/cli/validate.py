@@ -1,38 +1,20 @@
-"""The ``datacoolie`` command line.
-
-Exit codes for every command: 0 success, 1 some dataflow failed, 2 usage or metadata error.
-"""
+"""``datacoolie validate``: check a metadata file and list its dataflows."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from collections.abc import Sequence
 from typing import Any, TextIO
 
+from datacoolie_core.cli.common import EXIT_OK, EXIT_USAGE
 from datacoolie_core.errors import MetadataError
 from datacoolie_core.metadata.loader import read_metadata_file
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
 from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
 
-EXIT_OK = 0
-EXIT_DATAFLOW_FAILED = 1
-EXIT_USAGE = 2
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    return int(args.handler(args))
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="datacoolie",
-        description="Metadata-driven ETL on Polars + Delta Lake, compatible with DataCoolie metadata.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     validate = commands.add_parser(
         "validate",
         help="check a metadata file and list its dataflows",
@@ -43,7 +25,6 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
     validate.set_defaults(handler=_validate)
-    return parser
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -121,7 +102,3 @@ def _print_report(document: ValidatedDocument, failed: bool, out: TextIO, err: T
         )
     else:
         out.write(f"OK: {summary}; {len(document.warnings)} warning(s)\n")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

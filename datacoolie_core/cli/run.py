@@ -1,0 +1,189 @@
+"""``datacoolie run | replay | maintenance``: drive dataflows from a metadata file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
+from datacoolie_core.cli.progress import Progress
+from datacoolie_core.errors import DataCoolieError, MetadataError
+from datacoolie_core.metadata.selection import normalize_names
+from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.models.dataflow import DataFlow
+from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
+from datacoolie_core.models.runtime import ExecutionResult
+from datacoolie_core.orchestration.driver import DataCoolieDriver
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    run = commands.add_parser("run", help="run the dataflows of a stage (or all)", description=_RUN_HELP)
+    _common(run)
+    run.add_argument("--stage", default=None, help="stage name, comma list; default: every stage")
+    run.add_argument("--job-num", type=int, default=1, help="number of shards launched (default 1)")
+    run.add_argument("--job-index", type=int, default=0, help="this shard, 0..job-num-1")
+    run.add_argument("--dry-run", action="store_true", help="validate only: no data, watermark or secret is touched")
+    run.set_defaults(handler=_run)
+
+    replay = commands.add_parser("replay", help="re-process a bounded range in chunks", description=_REPLAY_HELP)
+    _common(replay)
+    replay.add_argument("--stage", required=True, help="stage to replay (comma list allowed)")
+    replay.add_argument("--start", required=True, help="inclusive lower bound (integer, date or datetime)")
+    replay.add_argument("--end", required=True, help="exclusive upper bound")
+    replay.add_argument("--chunk-interval-json", default=None, help="e.g. '{\"months\": 1}' or '{\"step\": 100000}'")
+    replay.add_argument("--chunk-column", default=None, help="column to select on (default: first watermark column)")
+    replay.add_argument("--save-watermark", action="store_true", help="save the observed watermark after each chunk")
+    replay.add_argument("--confirm-save-watermark", action="store_true", help="required with --save-watermark")
+    replay.add_argument("--dry-run", action="store_true", help="validate the replay without running it")
+    replay.set_defaults(handler=_replay)
+
+    maintenance = commands.add_parser("maintenance", help="OPTIMIZE and VACUUM the Delta destinations")
+    _common(maintenance)
+    maintenance.add_argument("--connection", default=None, help="destination connection name(s); default: all")
+    maintenance.add_argument("--no-compact", action="store_true", help="skip OPTIMIZE (file compaction)")
+    maintenance.add_argument("--no-cleanup", action="store_true", help="skip VACUUM (deleting unreferenced files)")
+    maintenance.add_argument("--retention-hours", type=float, default=168.0, help="VACUUM retention (default 168)")
+    maintenance.set_defaults(handler=_maintenance)
+
+
+_RUN_HELP = "Run dataflows: load the stage from metadata, keep this shard's share, run them in parallel."
+_REPLAY_HELP = (
+    "Replay [start, end) chunk by chunk. Integer text is an integer bound; anything else is parsed as a "
+    "date or datetime. The stored watermark is untouched unless --save-watermark --confirm-save-watermark."
+)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
+    parser.add_argument("--max-workers", type=int, default=8, help="global cap on concurrent dataflows (default 8)")
+    parser.add_argument("--retry-count", type=int, default=0, help="retries after the first attempt")
+    parser.add_argument("--retry-delay", type=float, default=5.0, help="base retry delay in seconds (doubles, max 60)")
+    parser.add_argument("--stop-on-error", action="store_true", help="admit nothing new after the first failure")
+    parser.add_argument("--log-path", default=None, help="write execution and system logs under this folder")
+    parser.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    if parser.prog.split()[-1] != "maintenance":
+        parser.add_argument("--dataflow", default=None, help="only these dataflows of the stage (names, comma list)")
+
+
+def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
+    return DataCoolieRunConfig(
+        max_workers=args.max_workers,
+        retry_count=args.retry_count,
+        retry_delay=args.retry_delay,
+        stop_on_error=args.stop_on_error,
+        **extra,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    extra = {"job_num": args.job_num, "job_index": args.job_index, "dry_run": args.dry_run}
+
+    def operation(driver: DataCoolieDriver, progress: Progress) -> ExecutionResult:
+        if args.dataflow is None:
+            return driver.run(stage=args.stage, on_complete=progress.update)
+        return driver.run(dataflows=_pick(driver, args), on_complete=progress.update)
+
+    return _drive(args, _config_or_exit(args, **extra), operation)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    if args.save_watermark and not args.confirm_save_watermark:
+        print("error: --save-watermark moves the production watermark; add --confirm-save-watermark", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        interval = json.loads(args.chunk_interval_json) if args.chunk_interval_json else None
+        if interval is not None and not isinstance(interval, dict):
+            raise ValueError("--chunk-interval-json must be a JSON object")
+        replay = ReplayConfig(
+            start=args.start, end=args.end, chunk_interval=interval,
+            save_watermark=args.save_watermark, chunk_column=args.chunk_column,
+        )  # fmt: skip
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    def operation(driver: DataCoolieDriver, progress: Progress) -> ExecutionResult:
+        return driver.run_replay(_pick(driver, args), replay, on_complete=progress.update)
+
+    return _drive(args, _config_or_exit(args, dry_run=args.dry_run), operation)
+
+
+def _maintenance(args: argparse.Namespace) -> int:
+    config = _config_or_exit(args, retention_hours=args.retention_hours)
+    return _drive(args, config, lambda driver, progress: driver.run_maintenance(
+        connection=args.connection, do_compact=not args.no_compact, do_cleanup=not args.no_cleanup,
+        on_complete=progress.update,
+    ))  # fmt: skip
+
+
+def _pick(driver: DataCoolieDriver, args: argparse.Namespace) -> list[DataFlow]:
+    """The stage's dataflows, narrowed to ``--dataflow`` names when given."""
+    loaded = driver.load_dataflows(stage=args.stage)
+    if args.dataflow is None:
+        return loaded
+    wanted = normalize_names(args.dataflow)
+    by_name = {str(d.name): d for d in loaded}
+    unknown = [n for n in wanted if n not in by_name]
+    if unknown:
+        raise DataCoolieError(
+            f"no dataflow named {unknown[0]!r} in stage {args.stage or '(all)'} of this shard"
+            f"{did_you_mean(unknown[0], by_name)}"
+        )
+    return [by_name[n] for n in wanted]
+
+
+def _config_or_exit(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig | None:
+    try:
+        return _config(args, **extra)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+
+
+def _drive(
+    args: argparse.Namespace,
+    config: DataCoolieRunConfig | None,
+    operation: Callable[[DataCoolieDriver, Progress], ExecutionResult],
+) -> int:
+    if config is None:
+        return EXIT_USAGE
+    try:
+        with _graceful_termination(), DataCoolieDriver(
+            metadata_base_path=args.metadata, state_base_path=args.state_path, log_base_path=args.log_path, config=config
+        ) as driver:  # fmt: skip
+            progress = Progress(sys.stderr, enabled=not args.json)
+            result = operation(driver, progress)
+            progress.finish(result)
+    except MetadataError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_USAGE
+    except DataCoolieError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted: the driver was closed; dataflows in flight are settled on the next run", file=sys.stderr)
+        return 130
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    return EXIT_DATAFLOW_FAILED if result.failed else EXIT_OK
+
+
+@contextmanager
+def _graceful_termination() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C: the driver closes cleanly, the command exits non-zero."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

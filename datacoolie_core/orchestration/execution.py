@@ -1,0 +1,249 @@
+"""What the driver does for ONE dataflow in a run, a replay, a dry run or a maintenance pass.
+
+Each function returns a runtime record and never raises for the dataflow's own failure; the
+executor calls them from its worker threads. Preparation (deep copy, ``.sql`` files, secrets) happens
+once, before the retry boundary; every attempt gets a fresh copy of the prepared dataflow.
+"""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from datacoolie_core.logging.context import dataflow_context
+from datacoolie_core.logging.execution_logger import ExecutionLogger
+from datacoolie_core.models.dataflow import DataFlow
+from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
+from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
+from datacoolie_core.orchestration.maintenance import run_maintenance_target
+from datacoolie_core.orchestration.preparation import QueryRoots, prepare_dataflow
+from datacoolie_core.orchestration.replay import Chunk, chunk_key, chunk_windows
+from datacoolie_core.orchestration.retry import RetryHandler
+from datacoolie_core.secrets import SecretProvider, secret_values
+from datacoolie_core.sources.base import ReadRange
+from datacoolie_core.watermark.journal import CommitJournal
+from datacoolie_core.watermark.manager import WatermarkManager
+
+ChunkObserver = Callable[[DataFlow, Chunk, DataFlowRuntimeInfo], None]
+
+
+@dataclass(frozen=True)
+class ExecutionServices:
+    """The driver's components a dataflow execution uses."""
+
+    config: DataCoolieRunConfig
+    roots: QueryRoots = field(default_factory=QueryRoots)
+    watermarks: WatermarkManager | None = None
+    journal: CommitJournal | None = None
+    secrets: SecretProvider | None = None
+    logger: ExecutionLogger | None = None
+    """Execution log; one row per dataflow run and per replay chunk."""
+    system_logger: Any | None = None
+    """System log; told about resolved secret values so they are masked there too."""
+
+
+def inactive_reason(dataflow: DataFlow) -> str | None:
+    """Why an explicitly supplied dataflow must be skipped, if it must (seed: activation)."""
+    if not dataflow.is_active:
+        return "dataflow is inactive"
+    for side, ref in (("source", dataflow.source), ("destination", dataflow.destination)):
+        if not ref.connection.is_active:
+            return f"{side} connection '{ref.connection.name}' is inactive"
+    return None
+
+
+def execute_etl(dataflow: DataFlow, services: ExecutionServices) -> DataFlowRuntimeInfo:
+    """Prepare once, settle an interrupted write, then run with retries."""
+    with dataflow_context(str(dataflow.dataflow_id)):
+        runtime = _etl(dataflow, services)
+        _log(services, runtime, dataflow)
+        return runtime
+
+
+def _etl(dataflow: DataFlow, services: ExecutionServices) -> DataFlowRuntimeInfo:
+    reason = inactive_reason(dataflow)
+    if reason:
+        return _record(dataflow, "skipped", reason=reason)
+    try:
+        prepared = _prepare(dataflow, services)
+        baseline = prepare_baseline(prepared, services.watermarks, services.journal, job_id=services.config.job_id)
+    except Exception as e:  # preparation failures are terminal: no source action happened
+        return _record(dataflow, "failed", error=e)
+    run = DataflowRun(
+        watermarks=services.watermarks,
+        journal=services.journal,
+        baseline=baseline,
+        run_config=services.config,
+        reference_time=utc_now(),
+    )
+    run_id = str(uuid.uuid4())
+    return RetryHandler.from_config(services.config).run(
+        lambda _attempt: run_dataflow(copy.deepcopy(prepared), run, dataflow_run_id=run_id)
+    )
+
+
+def execute_replay(
+    dataflow: DataFlow,
+    replay: ReplayConfig,
+    services: ExecutionServices,
+    *,
+    on_chunk: ChunkObserver | None = None,
+) -> DataFlowRuntimeInfo:
+    """Run the replay chunks of one dataflow in order, stopping at the first failed chunk.
+
+    Returns one aggregate record (``chunks`` holds each chunk's own record).
+    """
+    with dataflow_context(str(dataflow.dataflow_id)):
+        outer = _record(dataflow, "running", operation="replay")
+        reason = inactive_reason(dataflow)
+        if reason:
+            outer.finish("skipped", reason=reason)
+            _log(services, outer, dataflow)
+            return outer
+        try:
+            column = replay_column(dataflow, replay)
+            chunks = chunk_windows(replay.start, replay.end, replay.chunk_interval)
+            prepared = _prepare(dataflow, services)
+            prepare_baseline(prepared, services.watermarks, services.journal, job_id=services.config.job_id)
+        except Exception as e:
+            outer.finish("failed", error=e)
+            outer.exception = e
+            _log(services, outer, dataflow)
+            return outer
+        for chunk in chunks:
+            runtime = _replay_chunk(prepared, chunk, column, replay, services)
+            _log(services, runtime, dataflow)
+            outer.chunks.append(runtime)
+            if on_chunk is not None:
+                on_chunk(dataflow, chunk, runtime)
+            if runtime.status == "failed":
+                break
+        return _aggregate(outer)
+
+
+def _replay_chunk(
+    prepared: DataFlow, chunk: Chunk, column: str, replay: ReplayConfig, services: ExecutionServices
+) -> DataFlowRuntimeInfo:
+    run = DataflowRun(
+        watermarks=services.watermarks,
+        journal=services.journal,
+        read_range=ReadRange(column, chunk.start, chunk.end),
+        save_watermark=replay.save_watermark,
+        operation_type="replay",
+        run_config=services.config,
+        reference_time=utc_now(),
+    )
+    run_id = str(uuid.uuid4())  # rows of a chunk carry the chunk's own run id
+    runtime = RetryHandler.from_config(services.config).run(
+        lambda _attempt: run_dataflow(copy.deepcopy(prepared), run, dataflow_run_id=run_id)
+    )
+    runtime.replay_chunk = {"index": chunk.index, "key": chunk_key(chunk), "start": chunk.start, "end": chunk.end}
+    return runtime
+
+
+def replay_column(dataflow: DataFlow, replay: ReplayConfig) -> str:
+    """The column a replay selects on: ``chunk_column``, else the first watermark column."""
+    if replay.chunk_column:
+        return replay.chunk_column
+    if dataflow.source.watermark_columns:
+        return dataflow.source.watermark_columns[0]
+    raise ValueError(
+        f"dataflow '{dataflow.name}' has no watermark_columns; give the replay a chunk_column to select on"
+    )
+
+
+def _aggregate(outer: DataFlowRuntimeInfo) -> DataFlowRuntimeInfo:
+    statuses = [c.status for c in outer.chunks]
+    outer.source.rows_read = sum(c.source.rows_read for c in outer.chunks)
+    outer.destination.rows_written = sum(c.destination.rows_written for c in outer.chunks)
+    outer.retry_attempts = sum(c.retry_attempts for c in outer.chunks)
+    failed = next((c for c in outer.chunks if c.status == "failed"), None)
+    if failed is not None:
+        outer.finish("failed", error=failed.exception or RuntimeError(failed.error_message or "chunk failed"))
+        outer.exception = failed.exception
+    elif statuses and all(s == "skipped" for s in statuses):
+        outer.finish("skipped", reason="no chunk had source rows")
+    else:
+        outer.finish("succeeded")
+    return outer
+
+
+def dry_run_check(
+    dataflow: DataFlow, services: ExecutionServices, replay: ReplayConfig | None = None
+) -> DataFlowRuntimeInfo:
+    """Validate without touching data, watermarks or secrets: skipped, or failed on a validation error."""
+    operation: OperationType = "replay" if replay else "etl"
+    reason = inactive_reason(dataflow)
+    if reason:
+        return _logged(services, dataflow, _record(dataflow, "skipped", reason=reason, operation=operation))
+    try:
+        prepare_dataflow(dataflow, roots=services.roots, secrets=None)
+        if replay is not None:
+            replay_column(dataflow, replay)
+            chunk_windows(replay.start, replay.end, replay.chunk_interval)
+    except Exception as e:
+        return _logged(services, dataflow, _record(dataflow, "failed", error=e, operation=operation))
+    return _logged(services, dataflow, _record(dataflow, "skipped", reason="dry run", operation=operation))
+
+
+def execute_maintenance(
+    dataflow: DataFlow, services: ExecutionServices, *, do_compact: bool, do_cleanup: bool
+) -> DataFlowRuntimeInfo:
+    """OPTIMIZE and/or VACUUM one destination table, with retries."""
+    with dataflow_context(str(dataflow.dataflow_id)):
+        run_id = str(uuid.uuid4())
+        runtime = RetryHandler.from_config(services.config).run(
+            lambda _attempt: run_maintenance_target(
+                dataflow,
+                do_compact=do_compact,
+                do_cleanup=do_cleanup,
+                retention_hours=services.config.retention_hours,
+                dataflow_run_id=run_id,
+            )
+        )
+        _log(services, runtime, dataflow)
+        return runtime
+
+
+def blocked_record(dataflow: DataFlow, services: ExecutionServices, reason: str) -> DataFlowRuntimeInfo:
+    return _logged(services, dataflow, _record(dataflow, "skipped", reason=reason, operation="maintenance"))
+
+
+def _prepare(dataflow: DataFlow, services: ExecutionServices) -> DataFlow:
+    prepared = prepare_dataflow(dataflow, roots=services.roots, secrets=services.secrets)
+    values = secret_values(prepared.source.connection) | secret_values(prepared.destination.connection)
+    for logger in (services.logger, services.system_logger):  # resolved secrets never reach a log line
+        if logger is not None and values:
+            logger.add_secrets(values)
+    return prepared
+
+
+def _record(
+    dataflow: DataFlow,
+    status: Any,
+    *,
+    error: BaseException | None = None,
+    reason: str | None = None,
+    operation: OperationType = "etl",
+) -> DataFlowRuntimeInfo:
+    runtime = DataFlowRuntimeInfo(str(dataflow.dataflow_id), str(dataflow.name), operation_type=operation)
+    if status == "running":
+        runtime.status = "running"
+        return runtime
+    runtime.finish(status, error=error, reason=reason)
+    runtime.exception = error
+    return runtime
+
+
+def _logged(services: ExecutionServices, dataflow: DataFlow, runtime: DataFlowRuntimeInfo) -> DataFlowRuntimeInfo:
+    _log(services, runtime, dataflow)
+    return runtime
+
+
+def _log(services: ExecutionServices, runtime: DataFlowRuntimeInfo, dataflow: DataFlow) -> None:
+    if services.logger is not None:
+        services.logger.log_dataflow(runtime, dataflow)

@@ -1,0 +1,75 @@
+"""The execution-copy boundary: what runs is a prepared deep copy, never the authored metadata.
+
+Preparation happens once per dataflow, before the retry boundary (seed "Query files and
+preparation"): the copy gets its ``source.query`` file read and its connection secrets resolved.
+The authored dataflow keeps its query reference and secret names, so logs show what was written
+in the metadata. A dry run prepares with ``secrets=None``: file references are validated and read,
+no secret is touched.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from datacoolie_core.models.connection import Connection
+from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
+from datacoolie_core.orchestration.preparation.query import QueryFileError, QueryRoots, resolve_query
+from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
+
+PreparationScope = Literal["etl", "maintenance"]
+
+
+def prepare_dataflow(
+    dataflow: DataFlow,
+    *,
+    roots: QueryRoots,
+    secrets: SecretProvider | None,
+    scope: PreparationScope = "etl",
+) -> DataFlow:
+    """A deep copy of ``dataflow`` ready to execute.
+
+    Args:
+        dataflow: the authored dataflow; left untouched.
+        roots: where ``.sql`` / ``artifact:/`` query references are read from.
+        secrets: the provider of connection secrets; ``None`` (dry run) resolves none.
+        scope: ``"etl"`` reads the query file and resolves source and destination secrets;
+            ``"maintenance"`` resolves the destination's secrets only (DataCoolie O-17).
+
+    Raises:
+        QueryFileError: the query reference is malformed, escapes its root, or its file is missing
+            or empty.
+        SecretError: a connection secret cannot be resolved.
+    """
+    prepared = dataflow.model_copy(deep=True)
+    name = dataflow.name
+    if scope == "etl" and prepared.source.query:
+        try:
+            prepared.source.query = resolve_query(prepared.source.query, roots)
+        except QueryFileError as e:
+            raise QueryFileError(e.detail, reference=e.reference, dataflow=name) from e
+    if secrets is not None:
+        refs: list[ConnectionRef] = (
+            [prepared.destination]
+            if scope == "maintenance"
+            else [
+                prepared.source,
+                prepared.destination,
+            ]
+        )
+        _resolve_secrets(refs, secrets, name)
+    return prepared
+
+
+def _resolve_secrets(refs: list[ConnectionRef], provider: SecretProvider, dataflow: str | None) -> None:
+    """Resolve each distinct connection once; refs sharing a connection keep sharing the resolved copy."""
+    resolved: dict[int, Connection] = {}
+    for ref in refs:
+        connection = ref.connection
+        if id(connection) not in resolved:
+            try:
+                resolved[id(connection)] = resolve_connection_secrets(connection, provider)
+            except SecretError as e:
+                raise SecretError(
+                    e.reason, connection=e.connection, field=e.field, source=e.source, dataflow=dataflow
+                ) from e
+        ref.bind(resolved[id(connection)])

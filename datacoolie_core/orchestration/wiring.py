@@ -1,0 +1,211 @@
+"""How a driver assembles its components, and how it tears them down (seed: "Key behaviours").
+
+Assembly reads no metadata until the loggers are active: the provider is built inert, explicit
+roots are checked against it, loggers are validated or created, and only then is the provider
+initialized, so its records are captured and ``session.ready`` follows a successful start.
+Teardown closes the provider first, then the ExecutionLogger (after the final job row), then the
+SystemLogger; every component gets a close attempt, a primary exception always wins.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datacoolie_core.engine import ensure_engine
+from datacoolie_core.errors import DataCoolieError
+from datacoolie_core.logging.execution_logger import ExecutionLogger
+from datacoolie_core.logging.system_logger import SystemLogger
+from datacoolie_core.metadata.file_provider import FileProvider
+from datacoolie_core.metadata.selection import normalize_paths
+from datacoolie_core.models.run_config import DataCoolieRunConfig
+from datacoolie_core.orchestration.preparation import QueryRoots
+from datacoolie_core.platform import LocalPlatform
+from datacoolie_core.watermark.journal import CommitJournal
+from datacoolie_core.watermark.manager import WatermarkManager
+
+_LOG = logging.getLogger("datacoolie.driver")
+METADATA_FILE_NAMES = ("metadata.json", "metadata.yaml", "metadata.yml")
+
+
+@dataclass
+class Components:
+    engine: Any
+    platform: Any
+    provider: Any | None
+    watermarks: WatermarkManager | None
+    journal: CommitJournal | None
+    secret_provider: Any
+    roots: QueryRoots
+    execution_logger: Any | None
+    system_logger: Any | None
+    owns_provider: bool
+
+
+def assemble(
+    *,
+    engine: Any,
+    platform: Any,
+    metadata_provider: Any,
+    metadata_base_path: str | os.PathLike[str] | None,
+    artifact_base_path: str | os.PathLike[str] | None,
+    state_base_path: str | os.PathLike[str] | None,
+    sql_base_path: Any,
+    watermark_manager: Any,
+    secret_provider: Any,
+    log_base_path: str | os.PathLike[str] | None,
+    execution_logger: Any,
+    system_logger: Any,
+    config: DataCoolieRunConfig,
+) -> Components:
+    engine = ensure_engine(engine)
+    platform = platform if platform is not None else (engine.platform or LocalPlatform())
+    engine.attach_platform(platform)  # the same instance twice is fine; a distinct one is rejected
+    provider, owns = _provider(
+        metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path
+    )
+    roots = QueryRoots(
+        sql_base_paths=_sql_roots(provider, sql_base_path),
+        artifact_base_path=Path(artifact_base_path) if artifact_base_path is not None else None,
+    )
+    session = str(uuid.uuid4())
+    loggers = _loggers(log_base_path, execution_logger, system_logger, job_id=config.job_id, session=session)
+    components = Components(engine, platform, provider, None, None, secret_provider or platform, roots, *loggers, owns)
+    _initialize(components)
+    if provider is not None:
+        components.watermarks = watermark_manager or WatermarkManager(provider)
+        if hasattr(provider, "get_pending_commit"):
+            components.journal = CommitJournal(provider, components.watermarks)
+    else:
+        components.watermarks = watermark_manager
+    _LOG.info("session.ready job_id=%s session=%s", config.job_id, session, extra={"event": "session.ready"})
+    return components
+
+
+def metadata_file_in(path: str | os.PathLike[str]) -> Path:
+    """The metadata file ``path`` names: the file itself, or the one metadata file in a folder."""
+    candidate = Path(path)
+    if candidate.is_file():
+        return candidate
+    if not candidate.is_dir():
+        raise DataCoolieError(f"metadata path '{candidate}' does not exist")
+    for name in METADATA_FILE_NAMES:
+        if (candidate / name).is_file():
+            return candidate / name
+    found = sorted(p for p in candidate.iterdir() if p.suffix.lower() in (".json", ".yaml", ".yml") and p.is_file())
+    if len(found) == 1:
+        return found[0]
+    listed = ", ".join(p.name for p in found) or "none"
+    raise DataCoolieError(
+        f"cannot tell which metadata file to use in '{candidate}' (found: {listed}); "
+        f"name it {' / '.join(METADATA_FILE_NAMES)} or pass the file itself"
+    )
+
+
+def _provider(
+    provider: Any, metadata_base_path: Any, artifact_base_path: Any, state_base_path: Any, sql_base_path: Any
+) -> tuple[Any | None, bool]:
+    if provider is not None:
+        if metadata_base_path is not None:
+            _check_same_root(provider, metadata_base_path)
+        return provider, False
+    root = metadata_base_path if metadata_base_path is not None else (
+        Path(artifact_base_path) / "metadata" if artifact_base_path is not None else None
+    )  # fmt: skip
+    if root is None:
+        return None, False
+    return FileProvider(metadata_file_in(root), state_base_path=state_base_path, sql_base_path=sql_base_path), True
+
+
+def _check_same_root(provider: Any, metadata_base_path: Any) -> None:
+    config_path = getattr(provider, "config_path", None)
+    if config_path is None:
+        raise DataCoolieError(
+            f"metadata_base_path was given, but the injected {type(provider).__name__} has no metadata file root"
+        )
+    given = Path(metadata_base_path).resolve()
+    established = Path(config_path).resolve()
+    if given not in (established, established.parent):
+        raise DataCoolieError(
+            f"metadata_base_path '{metadata_base_path}' contradicts the provider's metadata file '{config_path}'; "
+            "pass only one of them"
+        )
+
+
+def _sql_roots(provider: Any, sql_base_path: Any) -> tuple[Path, ...]:
+    declared = tuple(getattr(provider, "sql_base_paths", ()) or ())
+    given = tuple(Path(p) for p in normalize_paths(sql_base_path))
+    if declared and given and {p.resolve() for p in declared} != {p.resolve() for p in given}:
+        raise DataCoolieError(
+            f"sql_base_path {[str(p) for p in given]} contradicts the provider's {[str(p) for p in declared]}; "
+            "declare the SQL roots in one place"
+        )
+    return declared or given
+
+
+def _loggers(
+    log_base_path: Any, execution_logger: Any, system_logger: Any, *, job_id: str, session: str
+) -> tuple[Any | None, Any | None]:
+    for name, logger, needs in (
+        ("execution_logger", execution_logger, ("log_dataflow", "log_job", "close")),
+        ("system_logger", system_logger, ("close",)),
+    ):
+        if logger is not None and not all(callable(getattr(logger, attr, None)) for attr in needs):
+            raise DataCoolieError(f"{name} {logger!r} lacks {', '.join(needs)}")
+    if log_base_path is not None:
+        root = Path(log_base_path)
+        system_logger = system_logger or SystemLogger(root / "system_logs", session_id=session)
+        execution_logger = execution_logger or ExecutionLogger(root / "execution_logs", job_id=job_id)
+    return execution_logger, system_logger
+
+
+def _initialize(components: Components) -> None:
+    """Initialize the provider after the loggers are active; on failure, clean up and re-raise."""
+    initialize = getattr(components.provider, "initialize", None)
+    if initialize is None:
+        return
+    try:
+        initialize()
+    except BaseException as e:
+        _LOG.error("session.failed: metadata provider could not start: %s", e, extra={"event": "session.failed"})
+        teardown(components, None, primary=e)
+        raise
+
+
+def teardown(components: Components, job_summary: Mapping[str, Any] | None, *, primary: BaseException | None) -> None:
+    """Close everything in order. A primary exception wins; else the first provider failure is raised."""
+    provider_failure: BaseException | None = None
+    close = getattr(components.provider, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception as e:
+            provider_failure = e
+    for logger in _ordered_loggers(components, job_summary):
+        try:
+            logger()
+        except Exception as e:  # log storage failures are best effort
+            _LOG.warning("closing a logger failed: %s", e)
+    if primary is not None:
+        if provider_failure is not None:
+            primary.add_note(f"also, closing the metadata provider failed: {provider_failure!r}")
+        return
+    if provider_failure is not None:
+        raise provider_failure
+
+
+def _ordered_loggers(components: Components, job_summary: Mapping[str, Any] | None) -> Sequence[Any]:
+    steps: list[Any] = []
+    execution = components.execution_logger
+    if execution is not None:
+        if job_summary is not None:
+            steps.append(lambda: execution.log_job(job_summary))
+        steps.append(execution.close)  # ExecutionLogger closes before SystemLogger
+    if components.system_logger is not None:
+        steps.append(components.system_logger.close)
+    return steps

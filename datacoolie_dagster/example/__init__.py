@@ -1,0 +1,6 @@
+"""The bundled example: DataCoolie metadata over a small generated orders/customers data set."""
+
+from pathlib import Path
+
+EXAMPLE_DIR = Path(__file__).parent
+METADATA_PATH = EXAMPLE_DIR / "metadata.json"
