@@ -2,7 +2,7 @@
 
     python -m datacoolie_dagster.example.generate [--root data] [--batch N]
 
-Batch 1 holds 600 orders of January–June 2024 and 40 customers; every later batch lands a new
+Batch 1 holds 600 orders of January to June 2024 and 40 customers; every later batch lands a new
 order file (new orders plus updates of earlier ones, with later ``updated_at``) and a new customer
 snapshot in which a few customers changed — so each run of the example has incremental work, merges
 and slowly changing dimension versions to show. Deterministic for a given batch number.
