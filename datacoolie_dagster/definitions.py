@@ -1,8 +1,8 @@
 """The code location's ``defs``, loaded by ``workspace.yaml`` and the Dockerfile.
 
-The metadata file comes from ``DATACOOLIE_METADATA_PATH`` (default: the bundled example) and is
-validated at load, so a broken metadata file fails the code location with the full error list
-instead of loading half of it. Assets, jobs and sensors are built by the definitions factory.
+``DATACOOLIE_METADATA`` names the metadata file (default: the bundled example); state and logs go
+under ``DATACOOLIE_HOME`` (default ``./data``, relative to the working directory ``workspace.yaml``
+sets). A broken metadata file fails the code location with every error listed.
 """
 
 from __future__ import annotations
@@ -10,14 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import dagster as dg
+from datacoolie_dagster.example import METADATA_PATH as EXAMPLE_METADATA
+from datacoolie_dagster.factory import build_definitions
 
-from datacoolie_core import FileProvider
+METADATA_PATH = Path(os.environ.get("DATACOOLIE_METADATA", EXAMPLE_METADATA))
+HOME = Path(os.environ.get("DATACOOLIE_HOME", "data"))
 
-EXAMPLE_METADATA = Path(__file__).parent / "example" / "metadata.json"
-METADATA_PATH = Path(os.environ.get("DATACOOLIE_METADATA_PATH", EXAMPLE_METADATA))
-
-provider = FileProvider(METADATA_PATH)
-provider.initialize()  # a broken metadata file fails the code location with every error listed
-
-defs = dg.Definitions()
+defs = build_definitions(METADATA_PATH, state_base_path=HOME / "state", log_base_path=HOME / "logs")

@@ -1,0 +1,106 @@
+"""Asset checks derived from the metadata, evaluated right after each load.
+
+- ``unique_merge_keys`` (merge_upsert / merge_overwrite / scd2 current rows), blocking: duplicate keys
+  after a merge mean downstream would double count.
+- ``rows_written_within_read``: a load never writes more rows than it read (warning).
+- ``watermark_not_backward``, blocking: the saved watermark did not move backward.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+import polars as pl
+
+from datacoolie_core.columns import IS_CURRENT
+from datacoolie_core.errors import WatermarkError
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.watermark.merge import merge_watermarks
+
+if TYPE_CHECKING:
+    from datacoolie_dagster.assets import TableAsset
+
+UNIQUE_KEYS = "unique_merge_keys"
+ROWS_WITHIN_READ = "rows_written_within_read"
+WATERMARK_FORWARD = "watermark_not_backward"
+MERGE_LOADS = ("merge_upsert", "merge_overwrite", "scd2")
+
+
+def check_specs(asset: TableAsset) -> list[dg.AssetCheckSpec]:
+    key = asset.spec.key
+    specs = [
+        dg.AssetCheckSpec(ROWS_WITHIN_READ, asset=key, description="A load writes at most the rows it read."),
+        dg.AssetCheckSpec(WATERMARK_FORWARD, asset=key, blocking=True, description="Saved watermarks never move back."),
+    ]
+    destination = asset.table.first.destination
+    if destination.load_type in MERGE_LOADS and destination.connection.format == "delta":
+        specs.append(
+            dg.AssetCheckSpec(
+                UNIQUE_KEYS, asset=key, blocking=True, description="Merge keys are unique after the load."
+            )
+        )
+    return specs
+
+
+def check_results(
+    asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], stored: Mapping[str, Mapping[str, Any] | None]
+) -> list[dg.AssetCheckResult]:
+    """Results of every check of ``asset``; ``stored`` = watermarks now stored, by dataflow id."""
+    results = [_rows_within_read(asset, runtimes), _watermark_forward(asset, runtimes, stored)]
+    if any(spec.name == UNIQUE_KEYS for spec in check_specs(asset)):
+        results.append(_unique_keys(asset))
+    return results
+
+
+def _rows_within_read(asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo]) -> dg.AssetCheckResult:
+    read = sum(r.source.rows_read for r in runtimes)
+    written = sum(r.destination.rows_inserted + r.destination.rows_updated for r in runtimes)
+    if asset.table.first.destination.load_type == "scd2":
+        written = sum(r.destination.rows_inserted for r in runtimes)  # closing a version is not a new row
+    return dg.AssetCheckResult(
+        asset_key=asset.spec.key,
+        check_name=ROWS_WITHIN_READ,
+        passed=written <= read,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"rows_read": read, "rows_written": written},
+    )
+
+
+def _watermark_forward(
+    asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], stored: Mapping[str, Mapping[str, Any] | None]
+) -> dg.AssetCheckResult:
+    """The watermark stored after the load is not behind the one the load started from."""
+    behind: list[str] = []
+    for runtime in runtimes:
+        before, now = dict(runtime.source.watermark_before or {}), dict(stored.get(runtime.dataflow_id) or {})
+        try:
+            merged = merge_watermarks(now, before)
+        except WatermarkError as e:
+            behind.append(f"{runtime.dataflow_name}: {e}")
+            continue
+        behind += [f"{runtime.dataflow_name}.{col}" for col in before if merged.get(col) != now.get(col)]
+    return dg.AssetCheckResult(
+        asset_key=asset.spec.key,
+        check_name=WATERMARK_FORWARD,
+        passed=not behind,
+        metadata={"behind": behind or "none"},
+    )
+
+
+def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
+    destination = asset.table.first.destination
+    keys = destination.merge_keys_extended
+    frame = pl.scan_delta(os.path.abspath(destination.path or ""))
+    if destination.load_type == "scd2":
+        frame = frame.filter(pl.col(IS_CURRENT))
+    counts: Any = frame.select(pl.len().alias("rows"), pl.struct(keys).n_unique().alias("keys")).collect().row(0)
+    rows, unique = counts
+    return dg.AssetCheckResult(
+        asset_key=asset.spec.key,
+        check_name=UNIQUE_KEYS,
+        passed=rows == unique,
+        metadata={"rows": rows, "distinct_keys": unique, "merge_keys": keys},
+    )

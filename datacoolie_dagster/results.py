@@ -1,0 +1,55 @@
+"""Materialization metadata from the driver's runtime records (no extra read of the data)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import dagster as dg
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
+
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_dagster import constants
+from datacoolie_dagster.tables import DestinationTable
+
+
+def materialization_metadata(table: DestinationTable, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:
+    """Rows, watermarks, Delta version and duration of the dataflows that wrote ``table``."""
+    destination = [r.destination for r in runtimes]
+    metadata: dict[str, Any] = {
+        constants.ROWS_READ: sum(r.source.rows_read for r in runtimes),
+        constants.ROWS_INSERTED: sum(d.rows_inserted for d in destination),
+        constants.ROWS_UPDATED: sum(d.rows_updated for d in destination),
+        constants.ROWS_DELETED: sum(d.rows_deleted for d in destination),
+        constants.DURATION: round(sum(r.duration_seconds or 0.0 for r in runtimes), 3),
+        constants.RUN_IDS: [r.dataflow_run_id for r in runtimes],
+        constants.WATERMARK_BEFORE: _json([r.source.watermark_before for r in runtimes]),
+        constants.WATERMARK_AFTER: _json([r.source.watermark_after for r in runtimes]),
+    }
+    versions = [d.table_version for d in destination if d.table_version is not None]
+    if versions:
+        metadata[constants.DELTA_VERSION] = max(versions)
+    rows = delta_row_count(table.path) if table.first.destination.connection.format == "delta" else None
+    if rows is not None:
+        metadata["dagster/row_count"] = rows
+    return metadata
+
+
+def delta_row_count(path: str | None) -> int | None:
+    """Row count from the Delta log's file statistics (no data file is read)."""
+    if not path:
+        return None
+    try:
+        actions = DeltaTable(os.path.abspath(path)).get_add_actions(flatten=True)
+    except (TableNotFoundError, OSError):
+        return None
+    counts = actions.column("num_records").to_pylist()
+    return None if any(c is None for c in counts) else int(sum(counts))
+
+
+def _json(values: list[Any]) -> dg.MetadataValue:
+    present = [v for v in values if v]
+    return dg.MetadataValue.json(json.loads(json.dumps(present[0] if len(present) == 1 else present, default=str)))

@@ -1,0 +1,130 @@
+"""Pure metadata analysis: destination tables (fan-in grouped) and their lineage.
+
+A destination table is one physical target (``destination_key``) with every active dataflow that
+writes it. Lineage: a dataflow reading another dataflow's destination path depends on that table; a
+``source.query`` depends on the tables sqlglot finds in it; anything else is an external source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from datacoolie_core import DataFlow
+from datacoolie_core.models.coerce import build_path, normalize_path
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where a dataflow reads from: a destination table of this metadata, or an external source."""
+
+    connection: str
+    schema_name: str | None
+    table: str | None
+    path: str | None
+    format: str
+    detail: str | None = None
+    """Query text or function path for sources without a table."""
+
+    @property
+    def identity(self) -> str:
+        return (
+            f"path:{_norm(self.path)}"
+            if self.path
+            else f"{self.connection}:{self.schema_name}:{self.table or self.detail}"
+        )
+
+
+@dataclass
+class DestinationTable:
+    """One physical destination and the dataflows (fan-in) writing it, in group/order."""
+
+    key: str
+    dataflows: list[DataFlow]
+    sources: list[SourceRef] = field(default_factory=list)
+    upstream: list[str] = field(default_factory=list)
+    """Destination keys of the tables this one reads (within the same metadata)."""
+
+    @property
+    def first(self) -> DataFlow:
+        return self.dataflows[0]
+
+    @property
+    def path(self) -> str | None:
+        return self.first.destination.path
+
+    @property
+    def dataflow_ids(self) -> list[str]:
+        return [str(d.dataflow_id) for d in self.dataflows]
+
+    def code_version(self) -> str:
+        """Hash of the dataflows' metadata: an edit makes the asset show as unsynced."""
+        payload = json.dumps([d.model_dump(mode="json", by_alias=True) for d in self.dataflows], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def destination_tables(dataflows: Sequence[DataFlow]) -> list[DestinationTable]:
+    """Group dataflows by physical destination and resolve lineage between the groups."""
+    tables: dict[str, DestinationTable] = {}
+    for dataflow in sorted(dataflows, key=_order):
+        key = dataflow.destination.destination_key
+        tables.setdefault(key, DestinationTable(key, [])).dataflows.append(dataflow)
+    by_path = {f"path:{_norm(t.path)}": t.key for t in tables.values() if t.path}
+    for table in tables.values():
+        for dataflow in table.dataflows:
+            for ref in source_refs(dataflow):
+                upstream = by_path.get(ref.identity)
+                if upstream and upstream != table.key and upstream not in table.upstream:
+                    table.upstream.append(upstream)
+                elif upstream is None and ref not in table.sources:
+                    table.sources.append(ref)
+    return list(tables.values())
+
+
+def source_refs(dataflow: DataFlow) -> list[SourceRef]:
+    """What a dataflow reads: its table, the tables of its query, or its function."""
+    source = dataflow.source
+    conn = source.connection
+    fmt = conn.format or ""
+    if source.query and conn.connection_type == "lakehouse":
+        return [
+            SourceRef(
+                conn.name, schema, table, build_path(conn.base_path, schema, table) if conn.base_path else None, fmt
+            )
+            for schema, table in query_tables(source.query)
+        ] or [SourceRef(conn.name, None, None, None, fmt, detail=source.query)]
+    if source.query:
+        return [SourceRef(conn.name, schema, table, None, fmt) for schema, table in query_tables(source.query)] or [
+            SourceRef(conn.name, None, None, None, fmt, detail=source.query)
+        ]
+    if source.python_function:
+        return [SourceRef(conn.name, None, None, None, fmt, detail=source.python_function)]
+    return [SourceRef(conn.name, source.schema_name, source.table, source.path, fmt)]
+
+
+def query_tables(query: str) -> list[tuple[str | None, str]]:
+    """``(schema, table)`` of every table a SQL query reads (CTE names excluded); [] if it does not parse."""
+    try:
+        tree = sqlglot.parse_one(query, read="spark")
+    except sqlglot.errors.ParseError:
+        return []  # a .sql file reference or dialect we cannot parse: lineage unknown, not an error
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    found: list[tuple[str | None, str]] = []
+    for table in tree.find_all(exp.Table):
+        if table.name and table.name not in ctes and (table.db or None, table.name) not in found:
+            found.append((table.db or None, table.name))
+    return found
+
+
+def _order(dataflow: DataFlow) -> tuple[int, int, str]:
+    group = dataflow.group_number if dataflow.group_number is not None else 1 << 30
+    return (group, dataflow.execution_order or 0, str(dataflow.name))
+
+
+def _norm(path: str | None) -> str:
+    return normalize_path(path or "").rstrip("/").lower()

@@ -1,0 +1,125 @@
+"""``DataCoolieTranslator``: metadata -> ``AssetSpec``; subclass it to change keys, groups, metadata.
+
+``get_asset_spec`` is the one override point (as in dagster-dbt / -sling / -dlt); the smaller
+``get_*`` hooks it calls are there for the common overrides.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import dagster as dg
+
+from datacoolie_dagster import constants
+from datacoolie_dagster.tables import DestinationTable, SourceRef
+
+
+@dataclass(frozen=True)
+class DataCoolieTranslatorData:
+    """What the translator sees for one destination table."""
+
+    table: DestinationTable
+    upstream_keys: tuple[dg.AssetKey, ...]
+    """Keys of this metadata's tables it reads (already translated)."""
+    partitions_def: dg.PartitionsDefinition | None = None
+
+
+class DataCoolieTranslator:
+    """Builds one ``AssetSpec`` per destination table and one per external source."""
+
+    def get_asset_spec(self, data: DataCoolieTranslatorData) -> dg.AssetSpec:
+        table = data.table
+        return dg.AssetSpec(
+            key=self.get_asset_key(table),
+            deps=[*data.upstream_keys, *(self.get_source_key(s) for s in table.sources)],
+            description=self.get_description(table),
+            metadata=self.get_metadata(table),
+            group_name=self.get_group_name(table),
+            code_version=table.code_version(),
+            kinds=self.get_kinds(table),
+            tags={"datacoolie/stage": table.first.stage} if table.first.stage else None,
+            partitions_def=data.partitions_def,
+            skippable=True,  # a subset run or a source without new rows materializes nothing
+        )
+
+    def get_asset_key(self, table: DestinationTable) -> dg.AssetKey:
+        """Default ``[destination connection, schema (if any), table]``."""
+        destination = table.first.destination
+        parts = [destination.connection.name, destination.schema_name, destination.table]
+        return dg.AssetKey([p for p in parts if p])
+
+    def get_source_key(self, source: SourceRef) -> dg.AssetKey:
+        """Key of an external source: ``[connection, schema (if any), table or function]``."""
+        name = source.table or _short(source.detail)
+        return dg.AssetKey([p for p in (source.connection, source.schema_name, name) if p])
+
+    def get_group_name(self, table: DestinationTable) -> str:
+        return _identifier(table.first.stage or "default")
+
+    def get_description(self, table: DestinationTable) -> str:
+        lines = [d.description or f"Dataflow {d.name}" for d in table.dataflows]
+        return "\n\n".join(lines)
+
+    def get_kinds(self, table: DestinationTable) -> set[str]:
+        return {"polars", table.first.destination.connection.format or "delta"}
+
+    def get_metadata(self, table: DestinationTable) -> dict[str, Any]:
+        destination = table.first.destination
+        metadata: dict[str, Any] = {
+            "dagster/table_name": ".".join(p for p in (destination.schema_name, destination.table) if p),
+            constants.DATAFLOW_IDS: table.dataflow_ids,
+            constants.DATAFLOW_NAMES: [str(d.name) for d in table.dataflows],
+            constants.LOAD_TYPE: destination.load_type,
+            constants.DESTINATION_KEY: table.key,
+        }
+        if table.path:
+            metadata["dagster/uri"] = _absolute(table.path)
+        if destination.merge_keys:
+            metadata[constants.MERGE_KEYS] = destination.merge_keys_extended
+        watermarks = sorted({c for d in table.dataflows for c in d.source.watermark_columns})
+        if watermarks:
+            metadata[constants.WATERMARK_COLUMNS] = watermarks
+        return metadata
+
+    def get_source_spec(self, source: SourceRef) -> dg.AssetSpec:
+        """The external asset of a source nothing in this metadata produces."""
+        metadata: dict[str, Any] = {"datacoolie/format": source.format}
+        if source.path:
+            metadata["dagster/uri"] = _absolute(source.path)
+        if source.detail:
+            metadata["datacoolie/source"] = source.detail
+        return dg.AssetSpec(
+            key=self.get_source_key(source),
+            description=f"External source read by DataCoolie ({source.format}).",
+            metadata=metadata,
+            group_name=constants.SOURCES_GROUP,
+            kinds={source.format} if source.format else None,
+        )
+
+
+def _absolute(path: str) -> str:
+    return path if "://" in path else os.path.abspath(path)
+
+
+def _identifier(name: str) -> str:
+    cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"_{cleaned}"
+
+
+def _short(detail: str | None) -> str | None:
+    """``fn`` for a function path ``pkg.mod.fn``; ``query_<hash>`` for SQL text."""
+    if not detail:
+        return None
+    text = detail.strip()
+    if any(ch.isspace() for ch in text):
+        return f"query_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return _identifier(text.rsplit(".", 1)[-1])
+
+
+def metadata_dict(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Drop ``None`` values (Dagster metadata has no null)."""
+    return {k: v for k, v in values.items() if v is not None}
