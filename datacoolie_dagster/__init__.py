@@ -4,8 +4,9 @@ Assets per destination table, replay partitions, sharded driver jobs and checks,
 metadata by :func:`build_definitions` on ``datacoolie_core``'s public API only.
 """
 
+from datacoolie_dagster.component import DataCoolieComponent
 from datacoolie_dagster.factory import build_definitions
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
-__all__ = ["DataCoolieResource", "DataCoolieTranslator", "DataCoolieTranslatorData", "build_definitions"]
+__all__ = ["DataCoolieComponent", "DataCoolieResource", "DataCoolieTranslator", "DataCoolieTranslatorData", "build_definitions"]
