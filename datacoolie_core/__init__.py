@@ -22,12 +22,27 @@ from datacoolie_core.models import (
     Source,
     Transform,
 )
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
+from datacoolie_core.orchestration import (
+    DataCoolieDriver,
+    JobDistributor,
+    ParallelExecutor,
+    RetryHandler,
+    create_driver,
+)
 from datacoolie_core.watermark import WatermarkManager
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Connection",
+    "DataCoolieDriver",
+    "DataFlowRuntimeInfo",
+    "ExecutionResult",
+    "JobDistributor",
+    "ParallelExecutor",
+    "RetryHandler",
+    "create_driver",
     "DataCoolieError",
     "DataCoolieRunConfig",
     "DataFlow",

@@ -2,8 +2,9 @@
 
 - ``unique_merge_keys`` (merge_upsert / merge_overwrite / scd2 current rows), blocking: duplicate keys
   after a merge mean downstream would double count.
-- ``rows_written_within_read``: a load never writes more rows than it read (warning).
-- ``watermark_not_backward``, blocking: the saved watermark did not move backward.
+- ``load_consistent``, blocking: the load wrote at most the rows it read, and the stored watermark
+  is not behind the one the load started from. (One check for both keeps a 3,000-table code location
+  fast to load: every check spec costs load time.)
 """
 
 from __future__ import annotations
@@ -24,16 +25,19 @@ if TYPE_CHECKING:
     from datacoolie_dagster.assets import TableAsset
 
 UNIQUE_KEYS = "unique_merge_keys"
-ROWS_WITHIN_READ = "rows_written_within_read"
-WATERMARK_FORWARD = "watermark_not_backward"
+LOAD_CONSISTENT = "load_consistent"
 MERGE_LOADS = ("merge_upsert", "merge_overwrite", "scd2")
 
 
 def check_specs(asset: TableAsset) -> list[dg.AssetCheckSpec]:
     key = asset.spec.key
     specs = [
-        dg.AssetCheckSpec(ROWS_WITHIN_READ, asset=key, description="A load writes at most the rows it read."),
-        dg.AssetCheckSpec(WATERMARK_FORWARD, asset=key, blocking=True, description="Saved watermarks never move back."),
+        dg.AssetCheckSpec(
+            LOAD_CONSISTENT,
+            asset=key,
+            blocking=True,
+            description="The load wrote at most the rows it read; the stored watermark did not move back.",
+        )
     ]
     destination = asset.table.first.destination
     if destination.load_type in MERGE_LOADS and destination.connection.format == "delta":
@@ -49,30 +53,36 @@ def check_results(
     asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], stored: Mapping[str, Mapping[str, Any] | None]
 ) -> list[dg.AssetCheckResult]:
     """Results of every check of ``asset``; ``stored`` = watermarks now stored, by dataflow id."""
-    results = [_rows_within_read(asset, runtimes), _watermark_forward(asset, runtimes, stored)]
+    results = [_load_consistent(asset, runtimes, stored)]
     if any(spec.name == UNIQUE_KEYS for spec in check_specs(asset)):
         results.append(_unique_keys(asset))
     return results
 
 
-def _rows_within_read(asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo]) -> dg.AssetCheckResult:
-    read = sum(r.source.rows_read for r in runtimes)
-    written = sum(r.destination.rows_inserted + r.destination.rows_updated for r in runtimes)
-    if asset.table.first.destination.load_type == "scd2":
-        written = sum(r.destination.rows_inserted for r in runtimes)  # closing a version is not a new row
+def _load_consistent(
+    asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], stored: Mapping[str, Mapping[str, Any] | None]
+) -> dg.AssetCheckResult:
+    read, written = _rows(asset, runtimes)
+    behind = _watermarks_behind(runtimes, stored)
     return dg.AssetCheckResult(
         asset_key=asset.spec.key,
-        check_name=ROWS_WITHIN_READ,
-        passed=written <= read,
-        severity=dg.AssetCheckSeverity.WARN,
-        metadata={"rows_read": read, "rows_written": written},
+        check_name=LOAD_CONSISTENT,
+        passed=written <= read and not behind,
+        metadata={"rows_read": read, "rows_written": written, "watermarks_behind": behind or "none"},
     )
 
 
-def _watermark_forward(
-    asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], stored: Mapping[str, Mapping[str, Any] | None]
-) -> dg.AssetCheckResult:
-    """The watermark stored after the load is not behind the one the load started from."""
+def _rows(asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo]) -> tuple[int, int]:
+    read = sum(r.source.rows_read for r in runtimes)
+    if asset.table.first.destination.load_type == "scd2":  # closing a version is not a new row
+        return read, sum(r.destination.rows_inserted for r in runtimes)
+    return read, sum(r.destination.rows_inserted + r.destination.rows_updated for r in runtimes)
+
+
+def _watermarks_behind(
+    runtimes: Sequence[DataFlowRuntimeInfo], stored: Mapping[str, Mapping[str, Any] | None]
+) -> list[str]:
+    """Columns whose stored watermark is now behind the one the load started from."""
     behind: list[str] = []
     for runtime in runtimes:
         before, now = dict(runtime.source.watermark_before or {}), dict(stored.get(runtime.dataflow_id) or {})
@@ -82,12 +92,7 @@ def _watermark_forward(
             behind.append(f"{runtime.dataflow_name}: {e}")
             continue
         behind += [f"{runtime.dataflow_name}.{col}" for col in before if merged.get(col) != now.get(col)]
-    return dg.AssetCheckResult(
-        asset_key=asset.spec.key,
-        check_name=WATERMARK_FORWARD,
-        passed=not behind,
-        metadata={"behind": behind or "none"},
-    )
+    return behind
 
 
 def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:

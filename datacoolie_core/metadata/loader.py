@@ -39,13 +39,15 @@ def read_metadata_file(path: str | Path) -> Any:
 
 
 def _parse_json(text: str, file: str) -> Any:
+    repeated: list[_Object] = []
     try:
-        document = json.loads(text, object_pairs_hook=_object)
+        document = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, repeated))
     except json.JSONDecodeError as e:
         raise MetadataError(
             [MetadataIssue("$", f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=file)], file=file
         ) from e
-    _raise_duplicates(document, file)
+    if repeated:  # only then walk the tree to name the paths
+        _raise_duplicates(document, file)
     return document
 
 
@@ -55,15 +57,15 @@ class _Object(dict[str, Any]):
     duplicate_keys: tuple[str, ...] = ()
 
 
-def _object(pairs: list[tuple[str, Any]]) -> _Object:
-    obj = _Object()
-    repeated = []
-    for key, value in pairs:
-        if key in obj:
-            repeated.append(key)
-        obj[key] = value
-    obj.duplicate_keys = tuple(repeated)
-    return obj
+def _object(pairs: list[tuple[str, Any]], repeated: list[_Object]) -> dict[str, Any]:
+    obj = dict(pairs)  # C speed; a repeated key makes the dict shorter than the pairs
+    if len(obj) == len(pairs):
+        return obj
+    marked = _Object(pairs)
+    seen: set[str] = set()
+    marked.duplicate_keys = tuple(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    repeated.append(marked)
+    return marked
 
 
 def _raise_duplicates(document: Any, file: str) -> None:
