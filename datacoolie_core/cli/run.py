@@ -170,9 +170,18 @@ def _drive(
         print("interrupted: the driver was closed; dataflows in flight are settled on the next run", file=sys.stderr)
         return 130
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
+        json.dump(_report(result), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     return EXIT_DATAFLOW_FAILED if result.failed else EXIT_OK
+
+
+def _report(result: ExecutionResult) -> dict[str, Any]:
+    """The JSON report: the result, with each replay chunk as a record of its own."""
+    report = result.to_dict()
+    for row, runtime in zip(report["dataflows"], result.runtimes, strict=True):
+        # to_dict copies chunk records as objects, which JSON would print as their repr
+        row["chunks"] = [chunk.to_dict() for chunk in runtime.chunks]
+    return report
 
 
 @contextmanager

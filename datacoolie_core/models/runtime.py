@@ -103,9 +103,10 @@ class DataFlowRuntimeInfo:
         record = {
             f.name: asdict(value) if is_dataclass(value) and not isinstance(value, type) else copy.deepcopy(value)
             for f in fields(self)
-            if f.name != "exception"
+            if f.name not in ("exception", "chunks")
             for value in [getattr(self, f.name)]
         }
+        record["chunks"] = [chunk.to_dict() for chunk in self.chunks]
         return record | {"duration_seconds": self.duration_seconds}
 
 

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from datacoolie_core.errors import DataCoolieError
+from datacoolie_core.logging.execution_logger import Scrubber
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult, utc_now
@@ -35,7 +36,7 @@ from datacoolie_core.orchestration.execution import (
     execute_replay,
 )
 from datacoolie_core.orchestration.executor import ParallelExecutor
-from datacoolie_core.orchestration.maintenance import select_maintenance_targets
+from datacoolie_core.orchestration.maintenance import maintenance_block_reason, select_maintenance_targets
 from datacoolie_core.orchestration.preparation import QueryRoots
 from datacoolie_core.orchestration.wiring import Components, assemble, teardown
 
@@ -113,7 +114,10 @@ class DataCoolieDriver:
         self._active: str | None = None
         self._closed = False
         self._session_status = "succeeded"
+        self._session_errors: list[str] = []
+        """Failures the driver owns (interrupts, teardown), beside the failed dataflows."""
         self._started = utc_now()
+        self._scrubber = Scrubber()
         self._stages: list[str] = []
         self._totals = ExecutionResult()
 
@@ -219,19 +223,21 @@ class DataCoolieDriver:
                     connection=connection, active_only=False
                 )
                 targets, blocked = select_maintenance_targets(candidates)
-                targets = JobDistributor.from_config(self.config).select(targets, active_only=False)
+                shard = JobDistributor.from_config(self.config)
+                targets, blocked = shard.select(targets, active_only=False), shard.select(blocked, active_only=False)
             else:
                 targets, blocked = select_maintenance_targets(list(dataflows))
             services = self._services()
-            skipped = {id(d) for d in blocked}
+            skipped = {id(d): maintenance_block_reason(d) for d in blocked}
 
             def process(dataflow: DataFlow) -> DataFlowRuntimeInfo:
                 if id(dataflow) in skipped:
-                    return blocked_record(
-                        dataflow, services, "blocked: inactive, or its destination has an active owner"
-                    )
+                    return blocked_record(dataflow, services, f"blocked: {skipped[id(dataflow)]}")
+                if self.config.dry_run:
+                    return blocked_record(dataflow, services, "dry run")
                 return execute_maintenance(dataflow, services, do_compact=do_compact, do_cleanup=do_cleanup)
 
+            self._note_stages([*targets, *blocked])
             return self._execute([*targets, *blocked], process, on_complete, grouped=False)
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -244,7 +250,7 @@ class DataCoolieDriver:
             if self._closed:
                 return
             self._closed = True
-        teardown(self._components, self._job_summary(final=True), primary=None)
+        teardown(self._components, self._final_summary, primary=None)
 
     def __enter__(self) -> DataCoolieDriver:
         return self
@@ -253,10 +259,10 @@ class DataCoolieDriver:
         if exc is not None and self._closed:
             return
         if exc is not None:
-            self._session_status = "failed"
+            self._fail_session(f"session ended by {type(exc).__name__}")
             with self._state:
                 self._closed = True
-            teardown(self._components, self._job_summary(final=True), primary=exc)
+            teardown(self._components, self._final_summary, primary=exc)
             return
         self.close()
 
@@ -274,10 +280,10 @@ class DataCoolieDriver:
             yield
         except (KeyboardInterrupt, SystemExit) as interrupt:
             # failure-safe lifecycle: mark the session failed, clean up, keep the caller's exception
-            self._session_status = "failed"
+            self._fail_session(f"'{name}' interrupted by {type(interrupt).__name__}")
             with self._state:
                 self._active, self._closed = None, True
-            teardown(self._components, self._job_summary(final=True), primary=interrupt)
+            teardown(self._components, self._final_summary, primary=interrupt)
             raise
         finally:
             with self._state:
@@ -317,6 +323,7 @@ class DataCoolieDriver:
             secrets=c.secret_provider,
             logger=c.execution_logger,
             system_logger=c.system_logger,
+            scrubber=self._scrubber,
         )
 
     def _require_provider(self) -> Any:
@@ -332,6 +339,11 @@ class DataCoolieDriver:
             if dataflow.stage and dataflow.stage not in self._stages:
                 self._stages.append(dataflow.stage)
 
+    def _fail_session(self, reason: str) -> None:
+        self._session_status = "failed"
+        self._session_errors.append(reason)
+        _LOG.error("session.failed: %s", reason, extra={"event": "session.failed"})
+
     def _accumulate(self, result: ExecutionResult) -> None:
         totals = self._totals
         for name in ("total", "succeeded", "failed", "skipped", "pending"):
@@ -340,12 +352,24 @@ class DataCoolieDriver:
         if result.failed:
             self._session_status = "failed"
 
+    def _final_summary(self, teardown_failure: str | None) -> dict[str, Any]:
+        if teardown_failure:
+            self._session_status = "failed"
+            self._session_errors.append(teardown_failure)
+        return self._job_summary(final=True)
+
     def _job_summary(self, *, final: bool) -> dict[str, Any]:
-        """The JobRuntime row: failed dataflows listed once, as ``name [id]`` separated by ``;``."""
+        """The JobRuntime row: failed dataflows listed once, as ``name [id]`` separated by ``;``.
+
+        A dataflow's own error stays on its dataflow row; ``error_message`` adds only the failures
+        the driver owns (an interrupt, a teardown failure).
+        """
         totals, config = self._totals, self.config
         status = self._session_status if totals.total or self._session_status == "failed" else "skipped"
         if status == "succeeded" and totals.total and not totals.succeeded:
             status = "skipped"
+        failed = dict.fromkeys(f"{r.dataflow_name} [{r.dataflow_id}]" for r in totals.runtimes)
+        error_message = "; ".join([*failed, *self._session_errors]) or None
         return {
             "job_id": config.job_id, "job_num": config.job_num, "job_index": config.job_index,
             "stages": list(self._stages), "engine_name": "polars", "max_workers": config.max_workers,
@@ -353,7 +377,7 @@ class DataCoolieDriver:
             "retry_delay": config.retry_delay, "dry_run": config.dry_run, "run_attributes": config.run_attributes,
             "start_time": self._started, "end_time": utc_now() if final else None, "status": status,
             "total_dataflows": totals.total, "succeeded": totals.succeeded, "failed": totals.failed,
-            "skipped": totals.skipped, "pending": totals.pending, "error_message": totals.failure_summary() or None,
+            "skipped": totals.skipped, "pending": totals.pending, "error_message": error_message,
         }  # fmt: skip
 
 

@@ -8,13 +8,15 @@ once, before the retry boundary; every attempt gets a fresh copy of the prepared
 from __future__ import annotations
 
 import copy
+import logging
+import traceback
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from datacoolie_core.logging.context import dataflow_context
-from datacoolie_core.logging.execution_logger import ExecutionLogger
+from datacoolie_core.logging.execution_logger import ExecutionLogger, Scrubber
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
@@ -29,6 +31,7 @@ from datacoolie_core.watermark.journal import CommitJournal
 from datacoolie_core.watermark.manager import WatermarkManager
 
 ChunkObserver = Callable[[DataFlow, Chunk, DataFlowRuntimeInfo], None]
+_LOG = logging.getLogger("datacoolie.driver")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class ExecutionServices:
     """Execution log; one row per dataflow run and per replay chunk."""
     system_logger: Any | None = None
     """System log; told about resolved secret values so they are masked there too."""
+    scrubber: Scrubber = field(default_factory=Scrubber)
+    """Every secret value resolved in this session: masked in the driver's own log records."""
 
 
 def inactive_reason(dataflow: DataFlow) -> str | None:
@@ -216,9 +221,11 @@ def blocked_record(dataflow: DataFlow, services: ExecutionServices, reason: str)
 def _prepare(dataflow: DataFlow, services: ExecutionServices) -> DataFlow:
     prepared = prepare_dataflow(dataflow, roots=services.roots, secrets=services.secrets)
     values = secret_values(prepared.source.connection) | secret_values(prepared.destination.connection)
-    for logger in (services.logger, services.system_logger):  # resolved secrets never reach a log line
-        if logger is not None and values:
-            logger.add_secrets(values)
+    if values:  # resolved secrets never reach a log line
+        services.scrubber.add(values)
+        for logger in (services.logger, services.system_logger):
+            if logger is not None:
+                logger.add_secrets(values)
     return prepared
 
 
@@ -245,5 +252,28 @@ def _logged(services: ExecutionServices, dataflow: DataFlow, runtime: DataFlowRu
 
 
 def _log(services: ExecutionServices, runtime: DataFlowRuntimeInfo, dataflow: DataFlow) -> None:
+    """Persist the execution row, and report the outcome on the system log."""
     if services.logger is not None:
         services.logger.log_dataflow(runtime, dataflow)
+    _announce(runtime, services.scrubber)
+
+
+def _announce(runtime: DataFlowRuntimeInfo, scrubber: Scrubber) -> None:
+    """``dataflow.finished`` (INFO) or ``dataflow.failed`` (ERROR, with the traceback), secrets masked.
+
+    Masked here, not only by our SystemLogger: the records also reach the user's own handlers.
+    """
+    label = f"{runtime.dataflow_name} [{runtime.dataflow_id}] ({runtime.operation_type})"
+    extra = {"event": f"dataflow.{'failed' if runtime.status == 'failed' else 'finished'}"}
+    extra["dataflow_id"] = runtime.dataflow_id
+    if runtime.status != "failed":
+        detail = runtime.skip_reason if runtime.status == "skipped" else f"{runtime.destination.rows_written} rows"
+        _LOG.info("dataflow.finished %s: %s (%s)", label, runtime.status, detail, extra=extra)
+        return
+    if not _LOG.isEnabledFor(logging.ERROR):
+        return
+    message = scrubber.text(f"dataflow.failed {label}: {runtime.error_type}: {runtime.error_message}")
+    record = _LOG.makeRecord(_LOG.name, logging.ERROR, __file__, 0, message, (), None, "_announce", extra)
+    if runtime.exception is not None:
+        record.exc_text = scrubber.text("".join(traceback.format_exception(runtime.exception)).rstrip())
+    _LOG.handle(record)

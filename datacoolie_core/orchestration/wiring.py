@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from datacoolie_core.engine import ensure_engine
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.logging.execution_logger import ExecutionLogger
 from datacoolie_core.logging.system_logger import SystemLogger
-from datacoolie_core.metadata.file_provider import FileProvider
+from datacoolie_core.metadata.file_provider import WATERMARK_FOLDER, FileProvider
 from datacoolie_core.metadata.selection import normalize_paths
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.orchestration.preparation import QueryRoots
@@ -31,6 +31,11 @@ from datacoolie_core.watermark.manager import WatermarkManager
 
 _LOG = logging.getLogger("datacoolie.driver")
 METADATA_FILE_NAMES = ("metadata.json", "metadata.yaml", "metadata.yml")
+PROVIDER_METHODS = ("get_dataflows",)
+"""What an injected metadata provider must offer (the rest is looked up when an operation needs it)."""
+
+JobSummary = Callable[[str | None], Mapping[str, Any]]
+"""Builds the final JobRuntime row, given the teardown failure to record (or ``None``)."""
 
 
 @dataclass
@@ -76,13 +81,7 @@ def assemble(
     session = str(uuid.uuid4())
     loggers = _loggers(log_base_path, execution_logger, system_logger, job_id=config.job_id, session=session)
     components = Components(engine, platform, provider, None, None, secret_provider or platform, roots, *loggers, owns)
-    _initialize(components)
-    if provider is not None:
-        components.watermarks = watermark_manager or WatermarkManager(provider)
-        if hasattr(provider, "get_pending_commit"):
-            components.journal = CommitJournal(provider, components.watermarks)
-    else:
-        components.watermarks = watermark_manager
+    _start(components, watermark_manager)
     _LOG.info("session.ready job_id=%s session=%s", config.job_id, session, extra={"event": "session.ready"})
     return components
 
@@ -111,8 +110,16 @@ def _provider(
     provider: Any, metadata_base_path: Any, artifact_base_path: Any, state_base_path: Any, sql_base_path: Any
 ) -> tuple[Any | None, bool]:
     if provider is not None:
+        missing = [name for name in PROVIDER_METHODS if not callable(getattr(provider, name, None))]
+        if missing:
+            raise DataCoolieError(
+                f"metadata_provider {type(provider).__name__} lacks {', '.join(missing)}; "
+                "pass a FileProvider or an object with the provider methods"
+            )
         if metadata_base_path is not None:
             _check_same_root(provider, metadata_base_path)
+        if state_base_path is not None:
+            _check_same_state(provider, state_base_path)
         return provider, False
     root = metadata_base_path if metadata_base_path is not None else (
         Path(artifact_base_path) / "metadata" if artifact_base_path is not None else None
@@ -133,6 +140,19 @@ def _check_same_root(provider: Any, metadata_base_path: Any) -> None:
     if given not in (established, established.parent):
         raise DataCoolieError(
             f"metadata_base_path '{metadata_base_path}' contradicts the provider's metadata file '{config_path}'; "
+            "pass only one of them"
+        )
+
+
+def _check_same_state(provider: Any, state_base_path: Any) -> None:
+    """A provider that keeps watermarks in files must keep them under ``state_base_path``."""
+    established = getattr(provider, "watermark_base_path", None)
+    if established is None:
+        return  # the provider stores state elsewhere (a database): no file root to contradict
+    expected = Path(state_base_path) / WATERMARK_FOLDER
+    if Path(established).resolve() != expected.resolve():
+        raise DataCoolieError(
+            f"state_base_path '{state_base_path}' contradicts the provider's watermark root '{established}'; "
             "pass only one of them"
         )
 
@@ -164,47 +184,72 @@ def _loggers(
     return execution_logger, system_logger
 
 
-def _initialize(components: Components) -> None:
-    """Initialize the provider after the loggers are active; on failure, clean up and re-raise."""
-    initialize = getattr(components.provider, "initialize", None)
-    if initialize is None:
-        return
+def _start(components: Components, watermark_manager: Any) -> None:
+    """Initialize the provider after the loggers are active, then bind the state components.
+
+    On any failure the started components are closed and the error re-raised: the constructor
+    fails, and ``session.ready`` is never logged.
+    """
+    provider = components.provider
     try:
-        initialize()
+        initialize = getattr(provider, "initialize", None)
+        if initialize is not None:
+            initialize()
+        components.watermarks = watermark_manager
+        if provider is not None:
+            components.watermarks = watermark_manager or WatermarkManager(provider)
+            if hasattr(provider, "get_pending_commit"):
+                components.journal = CommitJournal(provider, components.watermarks)
     except BaseException as e:
-        _LOG.error("session.failed: metadata provider could not start: %s", e, extra={"event": "session.failed"})
+        _LOG.error("session.failed: the metadata provider could not start: %s", e, extra={"event": "session.failed"})
         teardown(components, None, primary=e)
         raise
 
 
-def teardown(components: Components, job_summary: Mapping[str, Any] | None, *, primary: BaseException | None) -> None:
-    """Close everything in order. A primary exception wins; else the first provider failure is raised."""
-    provider_failure: BaseException | None = None
-    close = getattr(components.provider, "close", None)
-    if close is not None:
+def teardown(components: Components, job_summary: JobSummary | None, *, primary: BaseException | None) -> None:
+    """Close everything in order; every component gets a close attempt.
+
+    The provider closes first, so the final job row (``job_summary``) can record its failure; then
+    the ExecutionLogger writes that row and closes, then the SystemLogger closes. A ``primary``
+    exception always wins (a provider failure becomes a note on it); without one, the provider's
+    failure is raised after cleanup. Log storage failures are best effort.
+    """
+    provider_failure = _close_provider(components.provider)
+    failure_text = f"closing the metadata provider failed: {provider_failure!r}" if provider_failure else None
+    if failure_text:
+        _LOG.error("session.teardown_failed: %s", failure_text, extra={"event": "session.teardown_failed"})
+    for step in _ordered_logger_steps(components, job_summary, failure_text):
         try:
-            close()
+            step()
         except Exception as e:
-            provider_failure = e
-    for logger in _ordered_loggers(components, job_summary):
-        try:
-            logger()
-        except Exception as e:  # log storage failures are best effort
             _LOG.warning("closing a logger failed: %s", e)
     if primary is not None:
-        if provider_failure is not None:
-            primary.add_note(f"also, closing the metadata provider failed: {provider_failure!r}")
+        if failure_text:
+            primary.add_note(f"also, {failure_text}")
         return
     if provider_failure is not None:
         raise provider_failure
 
 
-def _ordered_loggers(components: Components, job_summary: Mapping[str, Any] | None) -> Sequence[Any]:
-    steps: list[Any] = []
+def _close_provider(provider: Any) -> BaseException | None:
+    close = getattr(provider, "close", None)
+    if close is None:
+        return None
+    try:
+        close()
+    except Exception as e:
+        return e
+    return None
+
+
+def _ordered_logger_steps(
+    components: Components, job_summary: JobSummary | None, teardown_failure: str | None
+) -> Sequence[Callable[[], None]]:
+    steps: list[Callable[[], None]] = []
     execution = components.execution_logger
     if execution is not None:
         if job_summary is not None:
-            steps.append(lambda: execution.log_job(job_summary))
+            steps.append(lambda: execution.log_job(job_summary(teardown_failure)))
         steps.append(execution.close)  # ExecutionLogger closes before SystemLogger
     if components.system_logger is not None:
         steps.append(components.system_logger.close)
