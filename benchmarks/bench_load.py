@@ -61,15 +61,22 @@ def load_plain(path: Path) -> int:
     for d in document["dataflows"]:
         source = d["source"]
         upstream = f"{source['schema_name']}/{source['table']}"
-        dep = ["lake", *upstream.split("/")] if upstream in produced else [source["connection_name"], *upstream.split("/")]
+        dep = (
+            ["lake", *upstream.split("/")]
+            if upstream in produced
+            else [source["connection_name"], *upstream.split("/")]
+        )
         specs.append(
             dg.AssetSpec(
                 key=["lake", "s", d["destination"]["table"]],
                 deps=[dep],
                 description=d["description"],
                 group_name=d["stage"],
-                metadata={"dagster/uri": f"/tmp/lake/s/{d['destination']['table']}", "datacoolie/dataflow_ids": [d["name"]],
-                          "datacoolie/load_type": d["destination"]["load_type"]},  # fmt: skip
+                metadata={
+                    "dagster/uri": f"/tmp/lake/s/{d['destination']['table']}",
+                    "datacoolie/dataflow_ids": [d["name"]],
+                    "datacoolie/load_type": d["destination"]["load_type"],
+                },
                 kinds={"polars", "delta"},
                 skippable=True,
             )
@@ -118,7 +125,10 @@ def main() -> None:
             for round_ in range(args.rounds):
                 for impl in ("ours", "plain") if round_ % 2 == 0 else ("plain", "ours"):
                     done = subprocess.run(
-                        [sys.executable, __file__, "--child", impl, str(path)], capture_output=True, text=True, check=True
+                        [sys.executable, __file__, "--child", impl, str(path)],
+                        capture_output=True,
+                        text=True,
+                        check=True,
                     )
                     times[impl].append(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
             ours, plain = statistics.median(times["ours"]), statistics.median(times["plain"])

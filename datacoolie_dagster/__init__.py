@@ -9,4 +9,10 @@ from datacoolie_dagster.factory import build_definitions
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
-__all__ = ["DataCoolieComponent", "DataCoolieResource", "DataCoolieTranslator", "DataCoolieTranslatorData", "build_definitions"]
+__all__ = [
+    "DataCoolieComponent",
+    "DataCoolieResource",
+    "DataCoolieTranslator",
+    "DataCoolieTranslatorData",
+    "build_definitions",
+]

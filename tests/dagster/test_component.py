@@ -19,7 +19,11 @@ def test_component_builds_the_same_definitions_as_the_factory() -> None:
             component_cls=DataCoolieComponent,
             defs_yaml_contents={
                 "type": "datacoolie_dagster.DataCoolieComponent",
-                "attributes": {"metadata_path": "metadata.json", "stages": ["bronze2silver"], "state_base_path": "state"},
+                "attributes": {
+                    "metadata_path": "metadata.json",
+                    "stages": ["bronze2silver"],
+                    "state_base_path": "state",
+                },
             },
         )
         shutil.copy(METADATA_PATH, folder / "metadata.json")
