@@ -151,7 +151,7 @@ def _write(
         metadata={"datacoolie.dataflow_id": info.dataflow_id}
         | ({"datacoolie.watermark": serialize_watermark(candidate)} if candidate else {}),
     )
-    if run.journal is not None:
+    if run.journal is not None and candidate:  # without a watermark to save there is nothing to settle
         run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
     info.destination = writer.write(data, dataflow.destination, marker=marker, window=_replace_window(dataflow, result))
     faults.crash_point(faults.AFTER_COMMIT)
@@ -164,7 +164,7 @@ def _save_watermark(
         run.watermarks.save_watermark(
             info.dataflow_id, candidate, job_id=run.run_config.job_id, dataflow_run_id=info.dataflow_run_id
         )
-    if run.journal is not None and info.destination.commit_sequence is not None:
+    if run.journal is not None and candidate and info.destination.commit_sequence is not None:
         run.journal.settle(info.dataflow_id)
 
 

@@ -1,0 +1,338 @@
+"""Per-dataflow overhead of the driver: many tiny dataflows, ours against a plain polars + deltalake loop.
+
+    .venv/bin/python benchmarks/bench_many.py [--dataflows 200] [--rows 100] [--rounds 5] [--workers 2]
+                                              [--existing] [--profile]
+
+Each dataflow reads one small parquet file and appends it to its own Delta table. "Ours" is
+``DataCoolieDriver(metadata_base_path=..., state_base_path=..., config=DataCoolieRunConfig(max_workers=2))``
+then ``driver.run(stage=...)``, timed from constructing the driver to closing it; every dataflow
+must succeed. "Plain" reads the same files, adds the same lineage and system columns and calls
+``write_deltalake(..., mode="append")`` from a ``ThreadPoolExecutor(max_workers=2)``. The harness is
+bench.py's: each measured job in a fresh process, state prepared untimed, rounds alternating which
+implementation goes first, medians; the time per dataflow is the job's wall time / dataflows.
+
+By default every job creates its 200 tables (a first run); ``--existing`` appends to tables (and
+state folders) left by one earlier untimed run of ours, the steady state of a scheduled job.
+``--profile`` then runs each implementation once more under cProfile (all threads) and prints
+where the time goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import orders
+
+IMPLS = ("ours", "plain")
+STAGE = "bench_many"
+TARGET_RATIO = 1.3
+
+
+@dataclass(frozen=True)
+class Job:
+    """The shape of one measured job; the child process gets it back from :meth:`args`."""
+
+    root: Path
+    dataflows: int
+    rows: int
+    workers: int
+    existing: bool
+
+    def args(self) -> list[str]:
+        flags = ["--existing"] if self.existing else []
+        return [
+            *("--workdir", str(self.root), "--dataflows", str(self.dataflows)),
+            *("--rows", str(self.rows), "--workers", str(self.workers), *flags),
+        ]
+
+    @property
+    def expected_rows(self) -> int:
+        """Rows per target table after the job: one file's rows, twice when appending to an earlier run."""
+        return self.rows * (2 if self.existing else 1)
+
+
+def table_name(index: int) -> str:
+    return f"t{index:04d}"
+
+
+# --- data and state (untimed) -------------------------------------------------------------------
+
+
+def prepare_data(job: Job) -> None:
+    """One small parquet file per dataflow, in its own landing folder, and the metadata file."""
+    shape = {"dataflows": job.dataflows, "rows": job.rows}
+    marker = job.root / "shape.json"
+    if not marker.exists() or json.loads(marker.read_text()) != shape:
+        shutil.rmtree(job.root, ignore_errors=True)
+        for index in range(job.dataflows):
+            folder = job.root / "landing" / "sales" / table_name(index)
+            folder.mkdir(parents=True)
+            orders(job.rows, first_id=index * job.rows + 1, seed=index).write_parquet(folder / "part-00.parquet")
+        marker.write_text(json.dumps(shape))
+    (job.root / "meta").mkdir(exist_ok=True)
+    (job.root / "meta" / "metadata.json").write_text(json.dumps(metadata(job), indent=2))
+    shutil.rmtree(job.root / "templates", ignore_errors=True)
+    if job.existing:  # one untimed run of ours leaves the tables and state every measured job starts from
+        measure(Job(job.root, job.dataflows, job.rows, job.workers, existing=False), "ours")
+        for name in ("work", "state"):
+            shutil.copytree(job.root / name, job.root / "templates" / name)
+
+
+def metadata(job: Job) -> dict[str, Any]:
+    def dataflow(index: int) -> dict[str, Any]:
+        name = table_name(index)
+        return {
+            "name": f"append_{name}",
+            "stage": STAGE,
+            "source": {"connection_name": "landing", "schema_name": "sales", "table": name},
+            "destination": {"connection_name": "lake", "schema_name": "bench", "table": name, "load_type": "append"},
+        }
+
+    return {
+        "connections": [
+            {"name": "landing", "format": "parquet", "configure": {"base_path": str(job.root / "landing")}},
+            {"name": "lake", "format": "delta", "configure": {"base_path": str(job.root / "work")}},
+        ],
+        "dataflows": [dataflow(index) for index in range(job.dataflows)],
+    }
+
+
+def prepare_state(job: Job) -> None:
+    """Targets and state as the job expects them: none at all, or the templates of an earlier run."""
+    for folder in ("work", "state"):
+        shutil.rmtree(job.root / folder, ignore_errors=True)
+        if job.existing:
+            shutil.copytree(job.root / "templates" / folder, job.root / folder)
+    (job.root / "work").mkdir(exist_ok=True)
+
+
+# --- the two implementations --------------------------------------------------------------------
+
+
+def run_ours(job: Job) -> dict[str, float]:
+    """The driver end to end; returns its phases (construct, run = load metadata + execute, close)."""
+    from datacoolie_core.models.run_config import DataCoolieRunConfig
+    from datacoolie_core.orchestration.driver import DataCoolieDriver
+
+    started = time.perf_counter()
+    driver = DataCoolieDriver(
+        metadata_base_path=job.root / "meta" / "metadata.json",
+        state_base_path=job.root / "state",
+        config=DataCoolieRunConfig(max_workers=job.workers),
+    )
+    constructed = time.perf_counter()
+    result = driver.run(stage=STAGE)
+    ran = time.perf_counter()
+    driver.close()
+    if result.total != job.dataflows or result.succeeded != job.dataflows:
+        failures = "; ".join(
+            f"{r.dataflow_name}: {r.error_message}" for r in result.runtimes if r.status != "succeeded"
+        )
+        raise SystemExit(f"ours: {result.succeeded}/{job.dataflows} succeeded ({result.total} ran): {failures[:2000]}")
+    phases = {"construct": constructed - started, "run": ran - constructed, "close": time.perf_counter() - ran}
+    return phases | _mean_phases([r.phase_seconds for r in result.runtimes])
+
+
+def run_plain(job: Job) -> dict[str, float]:
+    import polars as pl
+    from deltalake import write_deltalake
+
+    now = datetime.now(UTC)
+    system = [
+        pl.lit(now).alias("__created_at"),
+        pl.lit(now).alias("__updated_at"),
+        pl.lit("DataCoolie").alias("__updated_by"),
+        pl.lit("run").alias("__dataflow_run_id"),
+    ]
+
+    def one(index: int) -> dict[str, float]:
+        started = time.perf_counter()
+        folder = job.root / "landing" / "sales" / table_name(index)
+        frames = [_scan_with_lineage(pl, path) for path in sorted(folder.glob("*.parquet"))]
+        frame = pl.concat(frames, how="diagonal_relaxed").with_columns(system).collect()
+        read = time.perf_counter()
+        write_deltalake(str(job.root / "work" / "bench" / table_name(index)), frame.to_arrow(), mode="append")
+        return {"read+transform": read - started, "write": time.perf_counter() - read}
+
+    with ThreadPoolExecutor(max_workers=job.workers) as pool:
+        return _mean_phases(list(pool.map(one, range(job.dataflows))))  # list() re-raises the first failure
+
+
+def _mean_phases(per_dataflow: list[dict[str, float]]) -> dict[str, float]:
+    """Mean in-thread seconds of each phase of one dataflow, keyed ``df:<phase>``."""
+    names = dict.fromkeys(name for phases in per_dataflow for name in phases)
+    return {f"df:{name}": statistics.fmean(p.get(name, 0.0) for p in per_dataflow) for name in names}
+
+
+def _scan_with_lineage(pl: Any, path: Path) -> Any:
+    mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return pl.scan_parquet(path).with_columns(
+        pl.lit(path.name).alias("__file_name"),
+        pl.lit(str(path)).alias("__file_path"),
+        pl.lit(mtime).alias("__file_modification_time"),
+    )
+
+
+# --- harness ------------------------------------------------------------------------------------
+
+
+def child(job: Job, impl: str, profile_to: Path | None) -> None:
+    import deltalake  # noqa: F401  (both implementations import the same libraries before timing)
+    import polars  # noqa: F401
+
+    if impl == "ours":
+        import datacoolie_core.orchestration.driver  # noqa: F401
+    run = run_ours if impl == "ours" else run_plain
+    started = time.perf_counter()
+    phases = run(job) if profile_to is None else _profiled(run, job, profile_to)
+    seconds = time.perf_counter() - started
+    _check_tables(job)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_kib / 1024, "phases": phases}))
+
+
+def _profiled(run: Any, job: Job, profile_to: Path) -> dict[str, float]:
+    """``run(job)`` under cProfile in EVERY thread, merged stats dumped to ``profile_to``.
+
+    Plain cProfile sees only the main thread, which here just waits on futures. Worker threads'
+    times add up, so totals exceed the wall time.
+    """
+    import cProfile
+    import pstats
+    import threading
+
+    workers: list[cProfile.Profile] = []
+
+    def start_in_new_thread(*_: Any) -> None:
+        profiler = cProfile.Profile()
+        workers.append(profiler)
+        profiler.enable()  # replaces this hook for the rest of the thread's life
+
+    main = cProfile.Profile()
+    threading.setprofile(start_in_new_thread)
+    main.enable()
+    try:
+        phases: dict[str, float] = run(job)
+    finally:
+        main.disable()
+        threading.setprofile(None)
+    stats = pstats.Stats(main)
+    for profiler in workers:
+        stats.add(profiler)
+    stats.dump_stats(str(profile_to))
+    return phases
+
+
+def _check_tables(job: Job) -> None:
+    """After timing: every target table holds exactly the rows the job should have left in it."""
+    import polars as pl
+
+    wrong = [
+        name
+        for name in map(table_name, range(job.dataflows))
+        if pl.scan_delta(str(job.root / "work" / "bench" / name)).select(pl.len()).collect().item() != job.expected_rows
+    ]
+    if wrong:
+        raise SystemExit(f"{len(wrong)} target tables do not hold {job.expected_rows} rows: {wrong[:10]}")
+
+
+def measure(job: Job, impl: str, *extra: str) -> dict[str, Any]:
+    prepare_state(job)
+    env = os.environ | {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "2")}
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", impl, *job.args(), *extra],
+        capture_output=True, text=True, check=False, env=env,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"{impl} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def profile(job: Job, top: int) -> None:
+    """Each implementation once more under an all-threads cProfile (fresh process): where the time goes."""
+    import pstats
+
+    for impl in IMPLS:
+        stats_file = job.root / f"{impl}.prof"
+        measure(job, impl, "--profile-to", str(stats_file))
+        stats = pstats.Stats(str(stats_file))
+        print(f"\n--- {impl} under cProfile (all threads), top {top} by own time ---")
+        stats.sort_stats("tottime").print_stats(top)
+        if impl == "ours":
+            print(f"\n--- ours, top {top} datacoolie_core functions by cumulative time ---")
+            stats.sort_stats("cumulative").print_stats("datacoolie_core", top)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataflows", type=int, default=200)
+    parser.add_argument("--rows", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2, help="max_workers of ours, pool size of plain")
+    parser.add_argument("--existing", action="store_true", help="append to tables left by an earlier run")
+    parser.add_argument("--workdir", type=Path, default=Path("/tmp/datacoolie-bench-many"))
+    parser.add_argument("--profile", action="store_true", help="also profile each implementation once")
+    parser.add_argument("--top", type=int, default=40, help="functions to list with --profile")
+    parser.add_argument("--out", type=Path, default=None, help="write the raw measurements as JSON")
+    parser.add_argument("--child", choices=IMPLS, help=argparse.SUPPRESS)
+    parser.add_argument("--profile-to", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    job = Job(args.workdir.resolve(), args.dataflows, args.rows, args.workers, args.existing)
+    if args.child:
+        child(job, args.child, args.profile_to)
+        return
+    prepare_data(job)
+    results: dict[str, list[dict[str, Any]]] = {impl: [] for impl in IMPLS}
+    for round_ in range(args.rounds):
+        for impl in IMPLS if round_ % 2 == 0 else tuple(reversed(IMPLS)):
+            results[impl].append(measure(job, impl))
+    print(_report(results, job), flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=2))
+    if args.profile:
+        profile(job, args.top)
+
+
+def _report(results: dict[str, list[dict[str, Any]]], job: Job) -> str:
+    def median(impl: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[impl])
+
+    ours_ms, plain_ms = (median(impl, "seconds") * 1000 / job.dataflows for impl in IMPLS)
+    ratio = ours_ms / plain_ms
+
+    def phases(impl: str) -> str:
+        names = results[impl][0]["phases"]
+        return ", ".join(f"{n} {statistics.median(r['phases'][n] for r in results[impl]) * 1000:.1f}" for n in names)
+
+    tables = "existing" if job.existing else "new"
+    return "\n".join(
+        [
+            "| dataflows | workers | tables | ours ms/dataflow | plain ms/dataflow | ratio | overhead ms/dataflow "
+            "| ours peak MiB | plain peak MiB |",
+            "|---|---|---|---|---|---|---|---|---|",
+            f"| {job.dataflows} | {job.workers} | {tables} | {ours_ms:.1f} | {plain_ms:.1f} | {ratio:.2f} "
+            f"| {ours_ms - plain_ms:.1f} | {median('ours', 'peak_rss_mib'):.0f} | {median('plain', 'peak_rss_mib'):.0f} |",
+            f"ours phases, median ms (whole job; df: = mean per dataflow, in its thread): {phases('ours')}",
+            f"plain phases, median ms (df: = mean per dataflow, in its thread): {phases('plain')}",
+            f"per-job seconds: ours {[round(r['seconds'], 3) for r in results['ours']]}, "
+            f"plain {[round(r['seconds'], 3) for r in results['plain']]}",
+            f"ratio {ratio:.2f}: {'within' if ratio <= TARGET_RATIO else 'ABOVE'} the {TARGET_RATIO}x target",
+        ]
+    )
+
+
+if __name__ == "__main__":
+    main()
