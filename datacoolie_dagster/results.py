@@ -32,22 +32,28 @@ def materialization_metadata(table: DestinationTable, runtimes: Sequence[DataFlo
     versions = [d.table_version for d in destination if d.table_version is not None]
     if versions:
         metadata[constants.DELTA_VERSION] = max(versions)
-    rows = delta_row_count(table.path) if table.first.destination.connection.format == "delta" else None
-    if rows is not None:
-        metadata["dagster/row_count"] = rows
+    if table.first.destination.connection.format == "delta":
+        metadata.update(delta_table_metadata(table.path))
     return metadata
 
 
-def delta_row_count(path: str | None) -> int | None:
-    """Row count from the Delta log's file statistics (no data file is read)."""
+def delta_table_metadata(path: str | None) -> dict[str, Any]:
+    """``dagster/row_count`` and ``dagster/column_schema`` from the Delta log (no data file is read)."""
     if not path:
-        return None
+        return {}
     try:
-        actions = DeltaTable(os.path.abspath(path)).get_add_actions(flatten=True)
+        table = DeltaTable(os.path.abspath(path))
     except (TableNotFoundError, OSError):
-        return None
-    counts = actions.column("num_records").to_pylist()
-    return None if any(c is None for c in counts) else int(sum(counts))
+        return {}
+    metadata: dict[str, Any] = {
+        "dagster/column_schema": dg.TableSchema(
+            columns=[dg.TableColumn(field.name, str(field.type)) for field in table.schema().fields]
+        )
+    }
+    counts = table.get_add_actions(flatten=True).column("num_records").to_pylist()
+    if all(c is not None for c in counts):
+        metadata["dagster/row_count"] = int(sum(counts))
+    return metadata
 
 
 def _json(values: list[Any]) -> dg.MetadataValue:
