@@ -8,8 +8,9 @@ failure leaves the finished partitions materialized and "failed and missing" ret
 
 # no `from __future__ import annotations`: Dagster reads the context and config annotations at runtime
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import dagster as dg
@@ -21,7 +22,7 @@ from datacoolie_dagster.checks import check_results, check_specs
 from datacoolie_dagster.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.results import materialization_metadata
-from datacoolie_dagster.tables import DestinationTable, destination_tables
+from datacoolie_dagster.tables import DestinationTable, destination_tables, lineage_levels, writer_rounds
 from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 RESOURCE_KEY = "datacoolie"
@@ -39,21 +40,27 @@ class TableAsset:
 def build_table_assets(
     dataflows: Sequence[DataFlow], translator: DataCoolieTranslator
 ) -> tuple[list[TableAsset], list[dg.AssetSpec]]:
-    """Specs of every destination table (fan-in grouped) and of every external source. No I/O."""
+    """Specs of every destination table (fan-in grouped) and of every external source. No I/O.
+
+    Specs are built upstream first, so a dependency is the key the upstream's ``get_asset_spec``
+    returned: overriding ``get_asset_spec`` (not only ``get_asset_key``) keeps deps consistent.
+    """
     tables = destination_tables(dataflows)
-    keys = {t.key: translator.get_asset_key(t) for t in tables}
-    assets = []
-    for table in tables:
-        partitioning = table_partitioning(table.dataflows)
-        data = DataCoolieTranslatorData(
-            table, tuple(keys[u] for u in table.upstream), partitioning.partitions_def if partitioning else None
-        )
-        assets.append(TableAsset(table, translator.get_asset_spec(data), partitioning))
+    keys = {t.key: translator.get_asset_key(t) for t in tables}  # only for members of a lineage cycle
+    built: dict[str, TableAsset] = {}
+    for level in lineage_levels(tables, lambda t: t):
+        for table in level:
+            partitioning = table_partitioning(table.dataflows)
+            upstream = tuple(built[u].spec.key if u in built else keys[u] for u in table.upstream)
+            data = DataCoolieTranslatorData(table, upstream, partitioning.partitions_def if partitioning else None)
+            built[table.key] = TableAsset(table, translator.get_asset_spec(data), partitioning)
+    assets = [built[t.key] for t in tables]
+    produced = {a.spec.key for a in assets}
     sources: dict[dg.AssetKey, dg.AssetSpec] = {}
     for table in tables:
         for ref in table.sources:
             spec = translator.get_source_spec(ref)
-            if spec.key not in sources and spec.key not in keys.values():
+            if spec.key not in sources and spec.key not in produced:
                 sources[spec.key] = spec
     return assets, list(sources.values())
 
@@ -97,34 +104,48 @@ def _multi_asset(members: list[TableAsset], *, name: str) -> dg.AssetsDefinition
 
 def _levels(selected: Sequence[TableAsset]) -> list[list[TableAsset]]:
     """Selected tables in lineage order: each level only reads tables of earlier levels."""
-    remaining = {a.table.key: a for a in selected}
-    levels: list[list[TableAsset]] = []
-    while remaining:
-        ready = [a for a in remaining.values() if not set(a.table.upstream) & remaining.keys()]
-        ready = ready or list(remaining.values())  # a cycle: run the rest together
-        levels.append(ready)
-        for asset in ready:
-            del remaining[asset.table.key]
-    return levels
+    return lineage_levels(selected, lambda a: a.table)
+
+
+@dataclass
+class _Progress:
+    """What failed so far in one step, and what each table loaded."""
+
+    failures: list[DataFlowRuntimeInfo] = field(default_factory=list)
+    failed_keys: set[str] = field(default_factory=set)
+    """Tables that failed, or were not run because an upstream failed."""
+    loaded: dict[str, list[DataFlowRuntimeInfo]] = field(default_factory=dict)
+
+    def runnable(self, level: Sequence[TableAsset]) -> list[TableAsset]:
+        """The tables of ``level`` that neither failed nor read a failed table; the others are blocked."""
+        ok = [a for a in level if a.table.key not in self.failed_keys and not set(a.table.upstream) & self.failed_keys]
+        self.failed_keys.update(a.table.key for a in level if a not in ok)
+        return ok
+
+    def record(self, asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> bool:
+        """Note a table's runtimes; ``False`` when one of its dataflows failed."""
+        failed = [r for r in runtimes if r.status == "failed"]
+        self.failures.extend(failed)
+        if failed:
+            self.failed_keys.add(asset.table.key)
+            return False
+        self.loaded.setdefault(asset.table.key, []).extend(runtimes)
+        return True
 
 
 def _run_tables(
     context: dg.AssetExecutionContext, resource: DataCoolieResource, selected: Sequence[TableAsset]
 ) -> Iterator[dg.MaterializeResult]:
-    failures: list[DataFlowRuntimeInfo] = []
-    failed_keys: set[str] = set()
+    progress = _Progress()
     with resource.driver() as driver:
         for level in _levels(selected):
-            runnable = [a for a in level if not set(a.table.upstream) & failed_keys]
-            failed_keys.update(a.table.key for a in level if a not in runnable)
-            result = driver.run(dataflows=[d for a in runnable for d in a.table.dataflows])
+            runnable = progress.runnable(level)
+            done = _in_rounds(lambda flows: driver.run(dataflows=flows), [a.table for a in runnable])
             for asset in runnable:
-                runtimes = _runtimes(result, asset.table)
-                failed = [r for r in runtimes if r.status == "failed"]
-                if failed:
-                    failures.extend(failed)
-                    failed_keys.add(asset.table.key)
-                elif any(r.status == "succeeded" for r in runtimes):
+                runtimes = _runtimes(done, asset.table)
+                if not progress.record(asset, runtimes):
+                    continue
+                if any(r.status == "succeeded" for r in runtimes):
                     yield dg.MaterializeResult(
                         asset_key=asset.spec.key,
                         metadata=materialization_metadata(asset.table, runtimes),
@@ -132,7 +153,7 @@ def _run_tables(
                     )
                 else:
                     context.log.info(f"{asset.spec.key.to_user_string()}: no new source rows, nothing written")
-    _raise_failures(failures, failed_keys)
+    _raise_failures(progress, selected)
 
 
 def _run_partitions(
@@ -140,38 +161,42 @@ def _run_partitions(
     resource: DataCoolieResource,
     selected: Sequence[TableAsset],
     partitioning: TablePartitioning,
-) -> Iterator[dg.AssetMaterialization]:
-    failures: list[DataFlowRuntimeInfo] = []
-    failed_keys: set[str] = set()
-    config = partitioning.config
+) -> Iterator[dg.AssetMaterialization | dg.AssetCheckResult]:
+    progress = _Progress()
     with resource.driver() as driver:
         for partition_key in context.partition_keys:
-            start, end = partitioning.window(partition_key)
-            replay = ReplayConfig(
-                start=start, end=end, chunk_column=config.chunk_column, save_watermark=config.save_watermark
-            )
-            for level in _levels(selected):
-                runnable = [
-                    a for a in level if a.table.key not in failed_keys and not set(a.table.upstream) & failed_keys
-                ]
-                failed_keys.update(a.table.key for a in level if a not in runnable)
-                if not runnable:
-                    continue
-                result = driver.run_replay([d for a in runnable for d in a.table.dataflows], replay)
-                for asset in runnable:
-                    runtimes = _runtimes(result, asset.table)
-                    failed = [r for r in runtimes if r.status == "failed"]
-                    if failed:  # this partition and the later ones of this table stay unmaterialized
-                        failures.extend(failed)
-                        failed_keys.add(asset.table.key)
-                        continue
-                    yield dg.AssetMaterialization(
-                        asset_key=asset.spec.key,
-                        partition=partition_key,
-                        metadata=materialization_metadata(asset.table, runtimes)
-                        | {"datacoolie/window": f"[{start}, {end})"},
-                    )
-    _raise_failures(failures, failed_keys)
+            yield from _run_partition(driver, selected, partitioning, partition_key, progress)
+        # checks judge each table after the whole range (a check result has no partition)
+        for asset in selected:
+            runtimes = progress.loaded.get(asset.table.key, [])
+            if asset.table.key not in progress.failed_keys and any(r.status == "succeeded" for r in runtimes):
+                yield from check_results(asset, runtimes, _stored(driver, runtimes))
+    _raise_failures(progress, selected)
+
+
+def _run_partition(
+    driver: DataCoolieDriver,
+    selected: Sequence[TableAsset],
+    partitioning: TablePartitioning,
+    partition_key: str,
+    progress: _Progress,
+) -> Iterator[dg.AssetMaterialization]:
+    """Replay one partition's window, level by level; a table that failed skips its later partitions."""
+    start, end = partitioning.window(partition_key)
+    config = partitioning.config
+    replay = ReplayConfig(start=start, end=end, chunk_column=config.chunk_column, save_watermark=config.save_watermark)
+    for level in _levels(selected):
+        runnable = progress.runnable(level)
+        done = _in_rounds(partial(driver.run_replay, replay=replay), [a.table for a in runnable])
+        for asset in runnable:
+            runtimes = _runtimes(done, asset.table)
+            if progress.record(asset, runtimes):
+                yield dg.AssetMaterialization(
+                    asset_key=asset.spec.key,
+                    partition=partition_key,
+                    metadata=materialization_metadata(asset.table, runtimes)
+                    | {"datacoolie/window": f"[{start}, {end})"},
+                )
 
 
 def _stored(driver: DataCoolieDriver, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:
@@ -179,16 +204,32 @@ def _stored(driver: DataCoolieDriver, runtimes: Sequence[DataFlowRuntimeInfo]) -
     return {r.dataflow_id: manager.get_watermark(r.dataflow_id) if manager else None for r in runtimes}
 
 
-def _runtimes(result: ExecutionResult, table: DestinationTable) -> list[DataFlowRuntimeInfo]:
-    by_id: Mapping[str, DataFlowRuntimeInfo] = {r.dataflow_id: r for r in result.runtimes}
+def _in_rounds(
+    run: Callable[[list[DataFlow]], ExecutionResult], tables: Sequence[DestinationTable]
+) -> list[DataFlowRuntimeInfo]:
+    """Run the dataflows of ``tables`` (``run`` = a driver call), fan-in writers one round at a time."""
+    return [r for flows in writer_rounds(tables) for r in run(flows).runtimes]
+
+
+def _runtimes(runtimes: Sequence[DataFlowRuntimeInfo], table: DestinationTable) -> list[DataFlowRuntimeInfo]:
+    by_id: Mapping[str, DataFlowRuntimeInfo] = {r.dataflow_id: r for r in runtimes}
     return [by_id[i] for i in table.dataflow_ids if i in by_id]
 
 
-def _raise_failures(failures: list[DataFlowRuntimeInfo], failed_keys: set[str]) -> None:
-    if not failed_keys:
+def _raise_failures(progress: _Progress, selected: Sequence[TableAsset]) -> None:
+    if not progress.failed_keys:
         return
+    failures = progress.failures
     details = "\n".join(f"- {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in failures)
+    failed_ids = {r.dataflow_id for r in failures}
+    blocked = [
+        a.spec.key.to_user_string()
+        for a in selected
+        if a.table.key in progress.failed_keys and not failed_ids & set(a.table.dataflow_ids)
+    ]
+    if blocked:
+        details += f"\n- not run because an upstream table failed: {', '.join(blocked)}"
     raise dg.Failure(
-        description=f"{len(failed_keys)} table(s) failed or were blocked by a failed upstream:\n{details}",
+        description=f"{len(progress.failed_keys)} table(s) failed or were blocked by a failed upstream:\n{details}",
         metadata={"datacoolie/failed_dataflows": [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures]},
     )

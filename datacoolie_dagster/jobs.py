@@ -1,5 +1,9 @@
 """Jobs whose op executes the sharded parallel driver: one per stage, one for all, and maintenance.
 
+A stage job is ``datacoolie_shards`` (fans out ``job_num`` shards) -> ``datacoolie_run_shard``.
+``datacoolie_all_stages`` chains one such fan-out per stage in lineage order, each waiting for every
+shard of the stage before it; inside a shard, tables run level by level along the lineage.
+
 Run config (top level, thanks to a config mapping)::
 
     {"job_num": 4, "job_index": 2, "max_workers": 4, "retry_count": 1, "retry_delay": 5,
@@ -15,14 +19,18 @@ whichever way the work ran.
 # no `from __future__ import annotations`: Dagster reads the context and config annotations at runtime
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
+from datacoolie_core import DataFlow
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.results import materialization_metadata
+from datacoolie_dagster.tables import DestinationTable, lineage_levels, writer_rounds
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
 MAINTENANCE_JOB = "datacoolie_maintenance"
@@ -45,6 +53,17 @@ class ShardJobConfig(dg.Config):
 class ShardOpConfig(ShardJobConfig):
     stage: str | None = None
     """Stage(s) to run, comma list; unset: every stage."""
+    dataflow_ids: list[str] | None = None
+    """Only these dataflows of the stage (the step of an all-stages job for dataflows without a stage)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One barrier of a job: every shard of ``stage`` (or of ``dataflow_ids``) finishes before the next."""
+
+    name: str
+    stage: str | None
+    dataflow_ids: tuple[str, ...] | None = None
 
 
 class MaintenanceConfig(dg.Config):
@@ -61,30 +80,74 @@ def build_jobs(stages: list[str], assets: list[TableAsset]) -> list[dg.JobDefini
     """A sharded driver job per stage, one for all stages, and the maintenance job."""
     keys = {dataflow_id: a for a in assets for dataflow_id in a.table.dataflow_ids}
     plan, run_shard = _shard_ops(keys)
-    jobs = [_stage_job(f"datacoolie_{_identifier(stage)}", stage, plan, run_shard) for stage in stages]
-    jobs.append(_stage_job(ALL_STAGES_JOB, None, plan, run_shard))
+    jobs = [
+        _stage_job(f"datacoolie_{_identifier(stage)}", [Step(_identifier(stage), stage)], plan, run_shard)
+        for stage in stages
+    ]
+    jobs.append(_stage_job(ALL_STAGES_JOB, all_stages_steps(stages, assets), plan, run_shard))
     jobs.append(_maintenance_job())
     return jobs
 
 
-def _stage_job(name: str, stage: str | None, plan: dg.OpDefinition, run_shard: dg.OpDefinition) -> dg.JobDefinition:
-    def to_ops(config: ShardJobConfig) -> dict[str, Any]:
-        return {"ops": {plan.name: {"config": config.model_dump() | {"stage": stage}}}}
+def all_stages_steps(stages: list[str], assets: list[TableAsset]) -> list[Step]:
+    """The stages in lineage order (a stage after the stages whose tables it reads), then the dataflows
+    without a stage. Shards of one stage may read each other's tables only through a later stage."""
+    stage_of = {a.table.key: a.table.first.stage for a in assets}
+    reads = {s: {stage_of.get(u) for a in assets if a.table.first.stage == s for u in a.table.upstream} for s in stages}
+    ordered: list[str] = []
+    while len(ordered) < len(stages):
+        waiting = [s for s in stages if s not in ordered]
+        ready = [s for s in waiting if not (reads[s] - {s}) & set(waiting)] or waiting[:1]  # a cycle: as listed
+        ordered.extend(ready)
+    steps = [Step(_identifier(stage), stage) for stage in ordered]
+    unstaged = tuple(
+        i for a in assets for d, i in zip(a.table.dataflows, a.table.dataflow_ids, strict=True) if not d.stage
+    )
+    return [*steps, Step("unstaged", None, unstaged)] if unstaged else steps
+
+
+def _stage_job(name: str, steps: list[Step], plan: dg.OpDefinition, run_shard: dg.OpDefinition) -> dg.JobDefinition:
+    """``plan -> run_shard`` fan-out per step; each step waits for every shard of the previous one."""
+    single = len(steps) == 1
+    names = [
+        (plan.name, run_shard.name) if single else (f"{plan.name}_{s.name}", f"{run_shard.name}_{s.name}")
+        for s in steps
+    ]
+
+    def to_ops(values: Mapping[str, Any]) -> dict[str, Any]:
+        # a ConfigMapping hands its function a plain dict (unlike an op's Config parameter)
+        config = ShardJobConfig(**values).model_dump()
+        return {
+            "ops": {
+                plan_name: {"config": config | {"stage": step.stage, "dataflow_ids": _list(step.dataflow_ids)}}
+                for (plan_name, _), step in zip(names, steps, strict=True)
+            }
+        }
+
+    stage = steps[0].stage if single else None
+    about = f"Run stage '{stage}' with the sharded parallel driver." if stage else "Run every stage in lineage order."
 
     @dg.job(
         name=name,
-        description=f"Run stage '{stage}' with the sharded parallel driver." if stage else "Run every stage.",
-        config=dg.ConfigMapping(config_fn=to_ops),
+        description=about,
+        config=dg.ConfigMapping(config_fn=to_ops, config_schema=ShardJobConfig.to_config_schema()),
         tags={"datacoolie/stage": stage or "*"},
     )
     def _job() -> None:
-        plan().map(run_shard)
+        done = None
+        for plan_name, run_name in names:
+            shards = plan.alias(plan_name)(done) if done is not None else plan.alias(plan_name)()
+            done = shards.map(run_shard.alias(run_name)).collect()
 
     return _job
 
 
+def _list(ids: tuple[str, ...] | None) -> list[str] | None:
+    return list(ids) if ids is not None else None
+
+
 def _shard_ops(assets_by_dataflow: Mapping[str, TableAsset]) -> tuple[dg.OpDefinition, dg.OpDefinition]:
-    @dg.op(name="datacoolie_shards", out=dg.DynamicOut(dict))
+    @dg.op(name="datacoolie_shards", ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dict))
     def plan(context: dg.OpExecutionContext, config: ShardOpConfig) -> Iterator[dg.DynamicOutput[dict[str, Any]]]:
         if config.job_num < 1 or (config.job_index is not None and not 0 <= config.job_index < config.job_num):
             raise dg.Failure(f"job_index must be in 0..{config.job_num - 1} (job_num {config.job_num})")
@@ -92,35 +155,80 @@ def _shard_ops(assets_by_dataflow: Mapping[str, TableAsset]) -> tuple[dg.OpDefin
         for index in indexes:
             yield dg.DynamicOutput(config.model_dump() | {"job_index": index}, mapping_key=f"shard_{index}")
 
-    @dg.op(name="datacoolie_run_shard", required_resource_keys={RESOURCE_KEY}, out={})
+    @dg.op(name="datacoolie_run_shard", required_resource_keys={RESOURCE_KEY}, out=dg.Out(dg.Nothing))
     def run_shard(context: dg.OpExecutionContext, shard: dict[str, Any]) -> Iterator[dg.AssetMaterialization]:
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
                                            "stop_on_error", "dry_run")}  # fmt: skip
+        runtimes: list[DataFlowRuntimeInfo] = []
         with resource.driver(**overrides) as driver:
-            result = driver.run(stage=shard["stage"])
+            dataflows = driver.load_dataflows(shard["stage"])
+            if shard.get("dataflow_ids") is not None:
+                dataflows = [d for d in dataflows if d.dataflow_id in shard["dataflow_ids"]]
+            for level in _run_in_lineage_order(driver, dataflows, assets_by_dataflow):
+                runtimes.extend(level)
+                yield from _materializations(level, assets_by_dataflow)
+        counts = {s: sum(r.status == s for r in runtimes) for s in ("succeeded", "failed", "skipped")}
         context.log.info(
-            f"shard {shard['job_index']}/{shard['job_num']}: {result.succeeded} succeeded, {result.failed} failed, "
-            f"{result.skipped} skipped, {result.pending} pending"
+            f"shard {shard['job_index']}/{shard['job_num']}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
         )
-        yield from _materializations(result, assets_by_dataflow)
-        if result.failed:
-            raise dg.Failure(description=f"failed dataflows: {result.failure_summary()}")
+        _raise_failures(runtimes)
 
     return plan, run_shard
 
 
+def _run_in_lineage_order(
+    driver: DataCoolieDriver, dataflows: list[DataFlow], assets_by_dataflow: Mapping[str, TableAsset]
+) -> Iterator[list[DataFlowRuntimeInfo]]:
+    """Run a shard level by level along the lineage, so a table is written before the shard reads it.
+
+    DataCoolie runs a stage list as one unordered batch; with lineage known we do better (an
+    all-stages run reads bronze after bronze is loaded). A table whose upstream failed is not run.
+    """
+    tables: dict[str, DestinationTable] = {}
+    for dataflow in dataflows:
+        asset = assets_by_dataflow.get(str(dataflow.dataflow_id))
+        key, upstream = (asset.table.key, asset.table.upstream) if asset else (f"dataflow:{dataflow.dataflow_id}", [])
+        tables.setdefault(key, DestinationTable(key, [], upstream=list(upstream))).dataflows.append(dataflow)
+    failed: set[str] = set()
+    for level in lineage_levels(list(tables.values()), lambda t: t):
+        runnable = [t for t in level if not set(t.upstream) & failed]
+        failed.update(t.key for t in level if t not in runnable)
+        if not runnable or (failed and driver.config.stop_on_error):
+            continue
+        # fan-in writers of one table take turns
+        done = [r for flows in writer_rounds(runnable) for r in driver.run(dataflows=flows).runtimes]
+        failed.update(t.key for t in runnable if any(r.status == "failed" for r in _of(done, t)))
+        yield done
+
+
+def _of(runtimes: list[DataFlowRuntimeInfo], table: DestinationTable) -> list[DataFlowRuntimeInfo]:
+    ids = set(table.dataflow_ids)
+    return [r for r in runtimes if r.dataflow_id in ids]
+
+
+def _raise_failures(runtimes: list[DataFlowRuntimeInfo]) -> None:
+    failed = [r for r in runtimes if r.status == "failed"]
+    if failed:
+        details = "\n".join(f"- {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in failed)
+        raise dg.Failure(
+            description=f"{len(failed)} dataflow(s) failed:\n{details}",
+            metadata={"datacoolie/failed_dataflows": [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed]},
+        )
+
+
 def _materializations(
-    result: ExecutionResult, assets_by_dataflow: Mapping[str, TableAsset]
+    runtimes: list[DataFlowRuntimeInfo], assets_by_dataflow: Mapping[str, TableAsset]
 ) -> Iterator[dg.AssetMaterialization]:
+    """One materialization per table that at least one of ``runtimes`` wrote."""
     written: dict[str, list[DataFlowRuntimeInfo]] = {}
-    for runtime in result.runtimes:
+    for runtime in runtimes:
         asset = assets_by_dataflow.get(runtime.dataflow_id)
         if asset is not None and runtime.status == "succeeded":
             written.setdefault(asset.table.key, []).append(runtime)
-    for runtimes in written.values():
-        asset = assets_by_dataflow[runtimes[0].dataflow_id]
-        metadata = materialization_metadata(asset.table, runtimes)
+    for table_runtimes in written.values():
+        asset = assets_by_dataflow[table_runtimes[0].dataflow_id]
+        metadata = materialization_metadata(asset.table, table_runtimes)
         yield dg.AssetMaterialization(asset_key=asset.spec.key, metadata=metadata)
 
 

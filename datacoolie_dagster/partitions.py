@@ -12,6 +12,7 @@ exactly its window.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -26,6 +27,7 @@ from datacoolie_dagster.constants import CONFIGURE_KEY
 
 _CRON = {"years": "0 0 1 1 *", "months": "0 0 1 {n} *", "days": "0 0 * * *", "hours": "0 {n} * * *",
          "minutes": "{n} * * * *", "weeks": "0 0 * * 1"}  # fmt: skip
+_STEP_KEY = re.compile(r"(-?\d+)-(-?\d+)")
 _FORMATS = {"years": "%Y", "months": "%Y-%m", "weeks": "%Y-%m-%d", "days": "%Y-%m-%d", "hours": "%Y-%m-%dT%H:%M",
             "minutes": "%Y-%m-%dT%H:%M"}  # fmt: skip
 
@@ -78,8 +80,10 @@ class TablePartitioning:
         if isinstance(self.partitions_def, dg.TimeWindowPartitionsDefinition):
             window = self.partitions_def.time_window_for_partition_key(partition_key)
             return window.start.astimezone(UTC), window.end.astimezone(UTC)
-        start, _, end = partition_key.partition("-")
-        return int(start), int(end)
+        match = _STEP_KEY.fullmatch(partition_key)  # "-200--100": negative bounds carry their own "-"
+        if match is None:
+            raise MetadataError(f"partition key '{partition_key}' is not an integer range 'start-end'")
+        return int(match[1]), int(match[2])
 
 
 def dagster_config(dataflow: DataFlow) -> DagsterConfig:
@@ -106,11 +110,27 @@ def table_partitioning(dataflows: list[DataFlow]) -> TablePartitioning | None:
     if not declared:
         return None
     if len(declared) != len(dataflows) or len({c.model_dump_json() for c in declared.values()}) > 1:
-        names = ", ".join(str(d.name) for d in dataflows)
-        raise MetadataError(f"dataflows writing one table ({names}) must declare the same configure.dagster.partitions")
-    config = next(iter(declared.values()))
+        names = ", ".join(f"'{d.name}'" for d in dataflows)
+        raise MetadataError(
+            [
+                MetadataIssue(
+                    f"configure.{CONFIGURE_KEY}",
+                    "every dataflow writing one table must declare the same partitions and max_partitions_per_run",
+                    subject=f"dataflows {names}",
+                )
+            ]
+        )
+    name, config = next(iter(declared.items()))
     assert config.partitions is not None
-    return TablePartitioning(config.partitions, build_partitions_def(config.partitions), config.max_partitions_per_run)
+    try:
+        partitions_def = build_partitions_def(config.partitions)
+    except MetadataError as e:  # name the dataflow: the bare config does not know it
+        issues = [
+            MetadataIssue(f"configure.{CONFIGURE_KEY}.partitions", i.message, subject=f"dataflow '{name}'")
+            for i in e.issues
+        ]
+        raise MetadataError(issues) from None
+    return TablePartitioning(config.partitions, partitions_def, config.max_partitions_per_run)
 
 
 def build_partitions_def(config: PartitionsConfig) -> dg.PartitionsDefinition:
@@ -120,6 +140,8 @@ def build_partitions_def(config: PartitionsConfig) -> dg.PartitionsDefinition:
             f"configure.dagster.partitions.chunk_interval needs exactly one unit, got {config.chunk_interval}"
         )
     ((unit, amount),) = config.chunk_interval.items()
+    if amount < 1:
+        raise MetadataError(f"chunk_interval {{'{unit}': {amount}}} must be a positive integer")
     if unit == "step":
         return _static(config, amount)
     if unit not in _CRON:
@@ -161,7 +183,10 @@ def _as_datetime(value: Any) -> datetime:
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day)
     if isinstance(value, str):
-        return datetime.fromisoformat(value)
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            pass
     raise MetadataError(f"partition bound {value!r} is not a date or datetime")
 
 

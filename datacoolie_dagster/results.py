@@ -47,7 +47,7 @@ def delta_table_metadata(path: str | None) -> dict[str, Any]:
         return {}
     metadata: dict[str, Any] = {
         "dagster/column_schema": dg.TableSchema(
-            columns=[dg.TableColumn(field.name, str(field.type)) for field in table.schema().fields]
+            columns=[dg.TableColumn(f.name, str(getattr(f.type, "type", f.type))) for f in table.schema().fields]
         )
     }
     counts = table.get_add_actions(flatten=True).column("num_records").to_pylist()

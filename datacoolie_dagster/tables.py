@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
 
 from datacoolie_core import DataFlow
 from datacoolie_core.models.coerce import build_path, normalize_path
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,8 @@ class SourceRef:
     format: str
     detail: str | None = None
     """Query text or function path for sources without a table."""
+    fallback_path: str | None = None
+    """Where the Delta reader looks next for an unqualified query table (``base_path/table``)."""
 
     @property
     def identity(self) -> str:
@@ -78,7 +83,7 @@ def destination_tables(dataflows: Sequence[DataFlow]) -> list[DestinationTable]:
     for table in tables.values():
         for dataflow in table.dataflows:
             for ref in source_refs(dataflow):
-                upstream = by_path.get(ref.identity)
+                upstream = by_path.get(ref.identity) or by_path.get(f"path:{_norm(ref.fallback_path)}")
                 if upstream and upstream != table.key and upstream not in table.upstream:
                     table.upstream.append(upstream)
                 elif upstream is None and ref not in table.sources:
@@ -92,12 +97,9 @@ def source_refs(dataflow: DataFlow) -> list[SourceRef]:
     conn = source.connection
     fmt = conn.format or ""
     if source.query and conn.connection_type == "lakehouse":
-        return [
-            SourceRef(
-                conn.name, schema, table, build_path(conn.base_path, schema, table) if conn.base_path else None, fmt
-            )
-            for schema, table in query_tables(source.query)
-        ] or [SourceRef(conn.name, None, None, None, fmt, detail=source.query)]
+        return [_lakehouse_query_ref(dataflow, schema, table) for schema, table in query_tables(source.query)] or [
+            SourceRef(conn.name, None, None, None, fmt, detail=source.query)
+        ]
     if source.query:
         return [SourceRef(conn.name, schema, table, None, fmt) for schema, table in query_tables(source.query)] or [
             SourceRef(conn.name, None, None, None, fmt, detail=source.query)
@@ -108,17 +110,69 @@ def source_refs(dataflow: DataFlow) -> list[SourceRef]:
 
 
 def query_tables(query: str) -> list[tuple[str | None, str]]:
-    """``(schema, table)`` of every table a SQL query reads (CTE names excluded); [] if it does not parse."""
+    """``(schema, table)`` of every table a SQL query reads (CTE names excluded); [] if it does not parse.
+
+    The same reading as the Delta reader's: an unqualified name matching a CTE (case-insensitively)
+    is the CTE, a qualified one never is.
+    """
     try:
         tree = sqlglot.parse_one(query, read="spark")
     except sqlglot.errors.ParseError:
         return []  # a .sql file reference or dialect we cannot parse: lineage unknown, not an error
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     found: list[tuple[str | None, str]] = []
     for table in tree.find_all(exp.Table):
-        if table.name and table.name not in ctes and (table.db or None, table.name) not in found:
-            found.append((table.db or None, table.name))
+        key = (table.db or None, table.name)
+        if table.name and key not in found and not (key[0] is None and table.name.lower() in ctes):
+            found.append(key)
     return found
+
+
+def lineage_levels(items: Sequence[T], table_of: Callable[[T], DestinationTable]) -> list[list[T]]:
+    """``items`` in lineage order: each level reads only tables of earlier levels (or none of ``items``).
+
+    A cycle (which the metadata can express) runs its members together in one last level.
+    """
+    remaining = {table_of(item).key: item for item in items}
+    levels: list[list[T]] = []
+    while remaining:
+        ready = [i for i in remaining.values() if not set(table_of(i).upstream) & remaining.keys()]
+        ready = ready or list(remaining.values())
+        levels.append(ready)
+        for item in ready:
+            del remaining[table_of(item).key]
+    return levels
+
+
+def writer_rounds(tables: Sequence[DestinationTable]) -> list[list[DataFlow]]:
+    """The dataflows of ``tables`` in rounds that never hold two writers of one table.
+
+    Round ``i`` holds the ``i``-th dataflow (group/order order) of every table: the writers of a
+    fan-in table take turns instead of racing on its Delta log (a first load would fail with "table
+    created concurrently"; DataCoolie leaves serializing them to group_number/execution_order, F-04).
+    """
+    depth = max((len(t.dataflows) for t in tables), default=0)
+    return [[t.dataflows[i] for t in tables if i < len(t.dataflows)] for i in range(depth)]
+
+
+def _lakehouse_query_ref(dataflow: DataFlow, schema: str | None, table: str) -> SourceRef:
+    """A table of a Delta ``source.query``, resolved as the reader does: an unqualified name under
+    the source's ``schema_name`` first, then directly under ``base_path``."""
+    source = dataflow.source
+    conn = source.connection
+    base = conn.base_path
+    if not base:
+        return SourceRef(conn.name, schema, table, None, conn.format or "")
+    if schema or not source.schema_name:
+        return SourceRef(conn.name, schema, table, build_path(base, schema, table), conn.format or "")
+    return SourceRef(
+        conn.name,
+        source.schema_name,
+        table,
+        build_path(base, source.schema_name, table),
+        conn.format or "",
+        fallback_path=build_path(base, table),
+    )
 
 
 def _order(dataflow: DataFlow) -> tuple[int, int, str]:

@@ -41,7 +41,7 @@ class DataCoolieTranslator:
             group_name=self.get_group_name(table),
             code_version=table.code_version(),
             kinds=self.get_kinds(table),
-            tags={"datacoolie/stage": table.first.stage} if table.first.stage else None,
+            tags={constants.STAGE: _tag_value(table.first.stage)} if table.first.stage else None,
             partitions_def=data.partitions_def,
             skippable=True,  # a subset run or a source without new rows materializes nothing
         )
@@ -76,6 +76,8 @@ class DataCoolieTranslator:
             constants.LOAD_TYPE: destination.load_type,
             constants.DESTINATION_KEY: table.key,
         }
+        if table.first.stage:
+            metadata[constants.STAGE] = table.first.stage
         if table.path:
             metadata["dagster/uri"] = _absolute(table.path)
         if destination.merge_keys:
@@ -108,6 +110,11 @@ def _absolute(path: str) -> str:
 def _identifier(name: str) -> str:
     cleaned = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
     return cleaned if cleaned and not cleaned[0].isdigit() else f"_{cleaned}"
+
+
+def _tag_value(text: str) -> str:
+    """A Dagster tag value: ``[A-Za-z0-9_.-]``, at most 63 characters (a stage is free text)."""
+    return "".join(ch if ch.isascii() and (ch.isalnum() or ch in "_.-") else "_" for ch in text)[:63]
 
 
 def _short(detail: str | None) -> str | None:
