@@ -23,7 +23,7 @@ def build_definitions(
     state_base_path: str | os.PathLike[str] | None = None,
     log_base_path: str | os.PathLike[str] | None = None,
     max_workers: int = 4,
-    retry_count: int = 0,
+    retry_count: int = 1,
     retry_delay: float = 5.0,
     include_jobs: bool = True,
 ) -> dg.Definitions:

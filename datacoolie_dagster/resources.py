@@ -26,7 +26,8 @@ class DataCoolieResource(dg.ConfigurableResource):
     artifact_base_path: str | None = None
     max_workers: int = 4
     """Global cap on concurrent dataflows inside one step."""
-    retry_count: int = 0
+    retry_count: int = 1
+    """Retries of a failed dataflow; one by default, for commit conflicts with concurrent runs."""
     retry_delay: float = 5.0
     stop_on_error: bool = False
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 import traceback
 import uuid
 from collections.abc import Callable
@@ -49,6 +50,28 @@ class ExecutionServices:
     """System log; told about resolved secret values so they are masked there too."""
     scrubber: Scrubber = field(default_factory=Scrubber)
     """Every secret value resolved in this session: masked in the driver's own log records."""
+    writer_locks: WriterLocks = field(default_factory=lambda: WriterLocks())
+    """One writer per physical destination at a time (fan-in dataflows in different groups)."""
+
+
+class WriterLocks:
+    """A lock per ``destination_key``: two dataflows of one run never write one table concurrently.
+
+    DataCoolie leaves fan-in ordering to the metadata (same group, distinct orders); unordered
+    writers of one table would race on its first commit or conflict on merges, so they take turns.
+    """
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def hold(self, dataflow: DataFlow) -> threading.Lock:
+        try:
+            key = dataflow.destination.destination_key
+        except ValueError:
+            key = f"dataflow:{dataflow.dataflow_id}"
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
 
 
 def inactive_reason(dataflow: DataFlow) -> str | None:
@@ -63,7 +86,7 @@ def inactive_reason(dataflow: DataFlow) -> str | None:
 
 def execute_etl(dataflow: DataFlow, services: ExecutionServices) -> DataFlowRuntimeInfo:
     """Prepare once, settle an interrupted write, then run with retries."""
-    with dataflow_context(str(dataflow.dataflow_id)):
+    with dataflow_context(str(dataflow.dataflow_id)), services.writer_locks.hold(dataflow):
         runtime = _etl(dataflow, services)
         _log(services, runtime, dataflow)
         return runtime
@@ -102,7 +125,7 @@ def execute_replay(
 
     Returns one aggregate record (``chunks`` holds each chunk's own record).
     """
-    with dataflow_context(str(dataflow.dataflow_id)):
+    with dataflow_context(str(dataflow.dataflow_id)), services.writer_locks.hold(dataflow):
         outer = _record(dataflow, "running", operation="replay")
         reason = inactive_reason(dataflow)
         if reason:
