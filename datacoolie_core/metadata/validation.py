@@ -8,6 +8,7 @@ Pydantic's errors are translated here, once, into :class:`MetadataIssue` s that 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -358,16 +359,30 @@ def _warn_configure_typos(model: BaseModel, prefix: str, report: _Report, subjec
 
 
 def _configure_extras(model: BaseModel, path: str) -> Iterator[tuple[str, str, list[str]]]:
-    if isinstance(model, OpenConfigure):
+    if isinstance(model, OpenConfigure) and model.model_extra:
         known = [info.alias or name for name, info in type(model).model_fields.items()]
         for key in model.extras:
             yield path, key, known
-    for name, info in type(model).model_fields.items():
+    for name, alias in _nested_model_fields(type(model)):
         value = getattr(model, name)
-        child = f"{path}.{info.alias or name}"
+        child = f"{path}.{alias}"
         if isinstance(value, BaseModel):
             yield from _configure_extras(value, child)
         elif isinstance(value, list):
             for index, element in enumerate(value):
                 if isinstance(element, BaseModel):
                     yield from _configure_extras(element, f"{child}[{index}]")
+
+
+@functools.cache
+def _nested_model_fields(model: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """Fields of ``model`` that can hold other models (the only ones worth walking)."""
+    return tuple(
+        (name, info.alias or name) for name, info in model.model_fields.items() if _holds_model(info.annotation)
+    )
+
+
+def _holds_model(annotation: Any) -> bool:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return any(_holds_model(arg) for arg in get_args(annotation))
