@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 import sqlglot
-from sqlglot import exp
 
 from datacoolie_core import DataFlow
 from datacoolie_core.models.coerce import build_path, normalize_path
+from datacoolie_core.sql.lineage import query_tables as core_query_tables
 
 T = TypeVar("T")
 
@@ -110,22 +110,11 @@ def source_refs(dataflow: DataFlow) -> list[SourceRef]:
 
 
 def query_tables(query: str) -> list[tuple[str | None, str]]:
-    """``(schema, table)`` of every table a SQL query reads (CTE names excluded); [] if it does not parse.
-
-    The same reading as the Delta reader's: an unqualified name matching a CTE (case-insensitively)
-    is the CTE, a qualified one never is.
-    """
+    """``(schema, table)`` of every table a query reads, as the Delta reader reads it; [] if it does not parse."""
     try:
-        tree = sqlglot.parse_one(query, read="spark")
+        return core_query_tables(query)
     except sqlglot.errors.ParseError:
-        return []  # a .sql file reference or dialect we cannot parse: lineage unknown, not an error
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    found: list[tuple[str | None, str]] = []
-    for table in tree.find_all(exp.Table):
-        key = (table.db or None, table.name)
-        if table.name and key not in found and not (key[0] is None and table.name.lower() in ctes):
-            found.append(key)
-    return found
+        return []  # a .sql file reference or a dialect we cannot parse: lineage unknown, not an error
 
 
 def lineage_levels(items: Sequence[T], table_of: Callable[[T], DestinationTable]) -> list[list[T]]:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 from pydantic_core import PydanticCustomError
 
-from datacoolie_core.models.coerce import ensure_list, parse_json_object, strip_or_none, to_bool
+from datacoolie_core.models.coerce import ensure_choice, ensure_list, parse_json_object, strip_or_none, to_bool
 
 
 class MetadataModel(BaseModel):
@@ -64,6 +64,11 @@ OptStr = Annotated[str | None, BeforeValidator(strip_or_none)]
 
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 """A required, non-blank name."""
+
+
+def choice(choices: tuple[str, ...], what: str) -> BeforeValidator:
+    """A validator accepting one of ``choices`` (case-insensitive) or ``None``, suggesting the closest."""
+    return BeforeValidator(lambda v: v if v is None else ensure_choice(v, choices, what))
 
 
 def as_int(value: Any) -> Any:

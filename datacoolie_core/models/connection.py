@@ -14,6 +14,7 @@ from datacoolie_core.models.base import (
     Name,
     OpenConfigure,
     OptStr,
+    choice,
     located_error,
 )
 from datacoolie_core.models.coerce import (
@@ -50,10 +51,6 @@ SECRET_KEYS = frozenset(
 )
 """Configure keys whose values are never echoed in reprs or error messages."""
 API_AUTH_TYPES = ("bearer", "api_key", "basic", "oauth2_client_credentials", "aws_sigv4")
-
-
-def _choice(choices: tuple[str, ...], what: str) -> BeforeValidator:
-    return BeforeValidator(lambda v: v if v is None else ensure_choice(v, choices, what))
 
 
 class BackwardConfig(MetadataModel):
@@ -99,7 +96,7 @@ class ConnectionConfigure(BackwardKeys):
     merge_options: JsonObject = Field(default_factory=dict)
     use_schema_hint: Bool = True
     """Attach shared ``schema_hints`` groups to dataflows reading from this connection."""
-    schema_hint_type_system: Annotated[str | None, _choice(SCHEMA_HINT_TYPE_SYSTEMS, "schema_hint_type_system")] = None
+    schema_hint_type_system: Annotated[str | None, choice(SCHEMA_HINT_TYPE_SYSTEMS, "schema_hint_type_system")] = None
     use_hive_partitioning: Bool = False
     date_folder_partitions: OptStr = None
     # lakehouse
@@ -110,7 +107,7 @@ class ConnectionConfigure(BackwardKeys):
     register_symlink_table: Bool = False
     symlink_database_prefix: str = "symlink_"
     # database
-    database_type: Annotated[str | None, _choice(DATABASE_TYPES, "database_type")] = None
+    database_type: Annotated[str | None, choice(DATABASE_TYPES, "database_type")] = None
     auth_type: OptStr = None
     """``password`` (default) / ``service_principal`` / ... for databases; ``bearer`` / ... for APIs."""
     host: OptStr = None
@@ -135,7 +132,7 @@ class ConnectionConfigure(BackwardKeys):
     scope: str | None = None
     watermark_to_param_timezone: str | None = None
     default_headers: dict[str, str] = Field(default_factory=dict)
-    token_request_body_format: Annotated[str, _choice(("form", "json"), "token_request_body_format")] = "form"
+    token_request_body_format: Annotated[str, choice(("form", "json"), "token_request_body_format")] = "form"
     token_request_extras: dict[str, Any] = Field(default_factory=dict)
     aws_region: str | None = None
     aws_service: str | None = None
@@ -163,9 +160,9 @@ class Connection(MetadataModel):
     """Unique connection name; the default ``connection_id`` is derived from it."""
     connection_id: OptStr = None
     workspace_id: OptStr = None
-    connection_type: Annotated[str | None, _choice(CONNECTION_TYPES, "connection_type")] = None
+    connection_type: Annotated[str | None, choice(CONNECTION_TYPES, "connection_type")] = None
     """Endpoint category; derived from ``format`` when omitted."""
-    format: Annotated[str | None, _choice(FORMATS, "format")] = None
+    format: Annotated[str | None, choice(FORMATS, "format")] = None
     """Data format; defaults to the first format of the connection type (``parquet`` for files)."""
     catalog: OptStr = None
     database: OptStr = None

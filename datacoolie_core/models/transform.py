@@ -15,9 +15,10 @@ from datacoolie_core.models.base import (
     OpenConfigure,
     OptStr,
     StrList,
+    choice,
     located_error,
 )
-from datacoolie_core.models.coerce import ensure_choice, ensure_list, strip_or_none
+from datacoolie_core.models.coerce import ensure_list, strip_or_none
 from datacoolie_core.models.portable_regex import check_portable_regex
 from datacoolie_core.sql.to_polars import validate_expression
 
@@ -37,10 +38,6 @@ def _scalar(value: Any) -> Any:
 
 Scalar = Annotated[Any, AfterValidator(_scalar)]
 """A JSON scalar (string, number, boolean) or null."""
-
-
-def _choice(choices: tuple[str, ...], what: str) -> BeforeValidator:
-    return BeforeValidator(lambda v: v if v is None else ensure_choice(v, choices, what))
 
 
 ObjectList = BeforeValidator(ensure_list)
@@ -119,15 +116,15 @@ class AdditionalColumn(MetadataModel):
 class ValueRule(MetadataModel):
     """A value cleaning rule (slot 5): trim, case, regex_replace, empty_to_null, fill_null, map."""
 
-    operation: Annotated[str, _choice(VALUE_OPERATIONS, "value rule operation")]
+    operation: Annotated[str, choice(VALUE_OPERATIONS, "value rule operation")]
     columns: list[str] = Field(min_length=1)
     order: int = Field(100, ge=0)
-    mode: Annotated[str | None, _choice(("lower", "upper"), "case mode")] = None
+    mode: Annotated[str | None, choice(("lower", "upper"), "case mode")] = None
     pattern: str | None = Field(None, max_length=4096)
     replacement: str = ""
     value: Scalar = None
     mapping: dict[str, str] = Field(default_factory=dict)
-    on_unmapped: Annotated[str, _choice(("keep", "null"), "on_unmapped")] = "keep"
+    on_unmapped: Annotated[str, choice(("keep", "null"), "on_unmapped")] = "keep"
 
     @field_validator("columns")
     @classmethod
@@ -153,14 +150,14 @@ class ValueRule(MetadataModel):
 class MaskingRule(MetadataModel):
     """A masking rule (slot 84): redact, nullify, partial, numeric_bucket, date_truncate."""
 
-    method: Annotated[str, _choice(MASKING_METHODS, "masking method")]
+    method: Annotated[str, choice(MASKING_METHODS, "masking method")]
     columns: list[str] = Field(min_length=1)
     value: Scalar = None
     keep_start: int = Field(0, ge=0)
     keep_end: int = Field(0, ge=0)
     mask_char: str = Field("*", min_length=1, max_length=1)
     bucket_size: float | None = Field(None, gt=0)
-    unit: Annotated[str | None, _choice(("year", "month", "day", "hour"), "date_truncate unit")] = None
+    unit: Annotated[str | None, choice(("year", "month", "day", "hour"), "date_truncate unit")] = None
 
     @field_validator("columns")
     @classmethod
@@ -181,8 +178,8 @@ class HashColumn(MetadataModel):
 
     target_column: Name
     columns: list[str] = Field(min_length=1)
-    algorithm: Annotated[str, _choice(HASH_ALGORITHMS, "hash algorithm")] = "sha256"
-    serialization: Annotated[str, _choice(("dc_hash_v1",), "hash serialization")] = "dc_hash_v1"
+    algorithm: Annotated[str, choice(HASH_ALGORITHMS, "hash algorithm")] = "sha256"
+    serialization: Annotated[str, choice(("dc_hash_v1",), "hash serialization")] = "dc_hash_v1"
 
     @field_validator("columns")
     @classmethod
@@ -196,7 +193,7 @@ class TransformConfigure(OpenConfigure):
     convert_timestamp_ntz: Bool = True
     timestamp_timezone: OptStr = None
     deduplicate_by_rank: Bool = False
-    missing_column_policy: Annotated[str, _choice(("error", "ignore"), "missing_column_policy")] = "error"
+    missing_column_policy: Annotated[str, choice(("error", "ignore"), "missing_column_policy")] = "error"
 
 
 class Transform(MetadataModel):

@@ -17,10 +17,8 @@ import os
 from typing import Any
 
 import polars as pl
-import sqlglot
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
-from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from datacoolie_core.errors import SourceError
@@ -28,6 +26,7 @@ from datacoolie_core.models.coerce import build_path, did_you_mean
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize, source_label
+from datacoolie_core.sql.lineage import query_tables
 
 
 class DeltaReader:
@@ -71,18 +70,11 @@ def scan_table(table: DeltaTable, path: str, label: str) -> pl.LazyFrame:
 
 
 def referenced_tables(query: str, label: str) -> list[tuple[str | None, str]]:
-    """``(schema, table)`` of every table ``query`` reads, in order, without repeats or CTE names."""
+    """``(schema, table)`` of every table ``query`` reads (see :func:`datacoolie_core.sql.lineage.query_tables`)."""
     try:
-        tree = sqlglot.parse_one(query, read="spark")
+        return query_tables(query)
     except ParseError as e:
         raise SourceError(f"{label}: source.query does not parse as SQL: {e}; fix the query") from e
-    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    found: list[tuple[str | None, str]] = []
-    for table in tree.find_all(exp.Table):
-        key = (table.db or None, table.name)
-        if table.name and key not in found and not (key[0] is None and table.name.lower() in ctes):
-            found.append(key)
-    return found
 
 
 def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, dict[str, Any]]:
