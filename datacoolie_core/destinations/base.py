@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -21,10 +22,19 @@ class CommitMarker:
     """
 
     app_id: str
-    sequence: int
+    sequence: int | None
+    """This write's sequence; ``None`` lets the writer take the next one from the snapshot it opens
+    (saves a second open of the table when nobody needs the number before the write)."""
     dataflow_run_id: str
     metadata: Mapping[str, str] = field(default_factory=dict)
     """Extra commit metadata (Delta ``commitInfo``), e.g. the serialized watermark candidate."""
+
+
+def next_marker(marker: CommitMarker, committed: int | None) -> CommitMarker:
+    """``marker`` with a concrete sequence: as given, or the one after ``committed``."""
+    if marker.sequence is not None:
+        return marker
+    return dataclasses.replace(marker, sequence=(committed or 0) + 1)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ def committed_sequence(path: str, app_id: str) -> int | None:
 
 def commit_properties(marker: CommitMarker) -> CommitProperties:
     """The marker as delta-rs commit properties: one app transaction plus ``datacoolie.*`` metadata."""
+    if marker.sequence is None:
+        raise ValueError("the commit marker's sequence must be resolved before the commit")
     metadata = {
         **marker.metadata,
         META_APP_ID: marker.app_id,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from datacoolie_core.destinations import delta
-from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow
+from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, next_marker
 from datacoolie_core.destinations.load_strategies import KEYED_STRATEGIES, DeltaTarget, get_strategy
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.coerce import did_you_mean
@@ -40,6 +40,8 @@ class DeltaWriter:
         with delta.translate_errors(path, destination.table):
             table = delta.open_table(path)
             done = table.transaction_version(marker.app_id) if table is not None else None
+            marker = next_marker(marker, done)
+            assert marker.sequence is not None
             if table is not None and done is not None and done >= marker.sequence:
                 return _recovered(destination, table.version(), done)
             target = _target(frame, destination, path, table, marker, window)

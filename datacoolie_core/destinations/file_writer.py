@@ -37,7 +37,7 @@ from urllib.parse import quote
 import polars as pl
 
 from datacoolie_core import faults
-from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow
+from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, next_marker
 from datacoolie_core.destinations.delta_writer import resolve_columns, table_path
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.dataflow import Destination
@@ -87,6 +87,8 @@ class FileWriter:
         with _translate_errors(destination, root), _locked(root):
             _repair(root)
             done = _scan_sequences(root).get(_app_hash(marker.app_id))
+            marker = next_marker(marker, done)
+            assert marker.sequence is not None
             if done is not None and done >= marker.sequence:
                 return DestinationRuntimeInfo(
                     operation_type=destination.load_type, commit_sequence=done, recovered=True
@@ -108,7 +110,7 @@ class FileWriter:
         if destination.load_type == "append":
             removed = _commit(txn, "append", target)
         else:
-            sequences = _scan_sequences(target) | {_app_hash(marker.app_id): marker.sequence}
+            sequences = _scan_sequences(target) | {_app_hash(marker.app_id): int(marker.sequence or 0)}
             _write_ledger(txn.stage, txn.id, sequences)
             faults.crash_point(faults.DURING_FILE_OVERWRITE)
             removed = _commit(txn, "overwrite", target)

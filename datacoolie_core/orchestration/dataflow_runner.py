@@ -143,7 +143,9 @@ def _write(
 ) -> None:
     writer: Writer = get_writer(dataflow.destination.connection.format or "")
     app_id = app_id_of(dataflow)
-    sequence = (writer.committed_sequence(dataflow.destination, app_id) or 0) + 1
+    # the journal needs the sequence before the write; without a watermark the writer picks it
+    journaled = run.journal is not None and bool(candidate)
+    sequence = (writer.committed_sequence(dataflow.destination, app_id) or 0) + 1 if journaled else None
     marker = CommitMarker(
         app_id=app_id,
         sequence=sequence,
@@ -151,7 +153,7 @@ def _write(
         metadata={"datacoolie.dataflow_id": info.dataflow_id}
         | ({"datacoolie.watermark": serialize_watermark(candidate)} if candidate else {}),
     )
-    if run.journal is not None and candidate:  # without a watermark to save there is nothing to settle
+    if journaled and run.journal is not None and sequence is not None:  # no watermark: nothing to settle
         run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
     info.destination = writer.write(data, dataflow.destination, marker=marker, window=_replace_window(dataflow, result))
     faults.crash_point(faults.AFTER_COMMIT)

@@ -109,8 +109,10 @@ def _etl(dataflow: DataFlow, services: ExecutionServices) -> DataFlowRuntimeInfo
         reference_time=utc_now(),
     )
     run_id = str(uuid.uuid4())
+    # prepare_dataflow already made a private copy; only retries need fresh ones of it
+    fresh = (lambda: copy.deepcopy(prepared)) if services.config.retry_count else (lambda: prepared)
     return RetryHandler.from_config(services.config).run(
-        lambda _attempt: run_dataflow(copy.deepcopy(prepared), run, dataflow_run_id=run_id)
+        lambda _attempt: run_dataflow(fresh(), run, dataflow_run_id=run_id)
     )
 
 
