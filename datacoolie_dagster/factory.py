@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import dagster as dg
 
 from datacoolie_core import FileProvider
-from datacoolie_dagster.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
+from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset, build_multi_assets, build_table_assets
 from datacoolie_dagster.jobs import build_jobs
 from datacoolie_dagster.resources import DataCoolieResource
+from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
+from datacoolie_dagster.sensors import build_automation_sensor, build_source_sensors, with_automation
 from datacoolie_dagster.translator import DataCoolieTranslator
 
 
@@ -26,6 +29,10 @@ def build_definitions(
     retry_count: int = 1,
     retry_delay: float = 5.0,
     include_jobs: bool = True,
+    schedules: Mapping[str, ScheduleSettings | Mapping[str, Any]] | None = None,
+    include_sensors: bool = True,
+    sensor_interval_seconds: int = 30,
+    sensor_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -39,6 +46,12 @@ def build_definitions(
         state_base_path, log_base_path: where watermarks and logs go (see DataCoolieResource).
         max_workers, retry_count, retry_delay: driver settings of the default resource.
         include_jobs: also build the sharded stage jobs and the maintenance job.
+        schedules: ``{stage: {"cron": …, "timezone": …, "catchup": …}}``; wins over a dataflow's
+            ``configure.dagster.schedule``. ``catchup: true`` adds the catch-up sensor.
+        include_sensors: add the new-source-data sensor (``datacoolie_sources``) and the automation
+            sensor that makes downstream tables follow their upstreams (``datacoolie_automation``).
+        sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
+            turn them on in the UI or with ``dagster sensor start``).
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -55,9 +68,22 @@ def build_definitions(
     provider.initialize()
     dataflows = provider.get_dataflows(stage=stages)
     assets, sources = build_table_assets(dataflows, translator or DataCoolieTranslator())
+    assets = [TableAsset(a.table, with_automation(a.spec, a.table), a.partitioning) for a in assets]
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
+    jobs = build_jobs(stage_names, assets) if include_jobs else []
+    by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
+    timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
+    sensors: list[dg.SensorDefinition] = []
+    if include_sensors:
+        interval, status = sensor_interval_seconds, sensor_status
+        sensors = [
+            *build_source_sensors(assets, minimum_interval_seconds=interval, default_status=status),
+            build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
+        ]
     return dg.Definitions(
         assets=[*build_multi_assets(assets), *sources],
-        jobs=build_jobs(stage_names, assets) if include_jobs else [],
+        jobs=jobs,
+        schedules=[s for s in timed if isinstance(s, dg.ScheduleDefinition)],
+        sensors=[*(s for s in timed if isinstance(s, dg.SensorDefinition)), *sensors],
         resources={RESOURCE_KEY: resource},
     )

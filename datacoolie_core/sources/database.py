@@ -67,7 +67,7 @@ class DatabaseReader:
         dialect = get_dialect(connection, label)
         base = parse_query(source.query, dialect, label=label) if source.query else _table(source, dialect, label)
         window = read_window(source, request)
-        with _connect(connection, dialect, label) as conn:
+        with connect(connection, dialect, label) as conn:
             declared = _sqlite_types(conn, base, label) if dialect == "sqlite" else None
             condition = None
             if window is not None or source.filter_expression:
@@ -114,7 +114,7 @@ def _final_sql(source: Source, base: exp.Query, condition: exp.Expr | None, dial
 
 
 @contextmanager
-def _connect(connection: Connection, dialect: str, label: str) -> Iterator[Any]:
+def connect(connection: Connection, dialect: str, label: str) -> Iterator[Any]:
     conn = _open_sqlite(connection, label) if dialect == "sqlite" else _open_postgres(connection, label)
     with closing(conn):
         yield conn
@@ -150,7 +150,7 @@ def _open_postgres(connection: Connection, label: str) -> Any:
         conn = psycopg2.connect(**params)
         conn.set_session(readonly=True, autocommit=True)
     except psycopg2.Error as e:
-        raise SourceConnectionError(f"{label}: cannot connect to PostgreSQL: {_scrub(str(e), connection)}") from e
+        raise SourceConnectionError(f"{label}: cannot connect to PostgreSQL: {scrub(str(e), connection)}") from e
     return conn
 
 
@@ -169,8 +169,8 @@ def _describe(conn: Any, base: exp.Query, connection: Connection, label: str) ->
         with conn.cursor() as cursor:
             cursor.execute(sql)
             return {col.name: _pg_dtype(col) for col in cursor.description}
-    except _driver_errors() as e:
-        raise SourceError(f"{label}: the source query failed: {_scrub(str(e), connection)}; query: {sql}") from e
+    except driver_errors() as e:
+        raise SourceError(f"{label}: the source query failed: {scrub(str(e), connection)}; query: {sql}") from e
 
 
 def _pg_dtype(column: Any) -> pl.DataType | None:
@@ -214,11 +214,11 @@ def _fetch(conn: Any, sql: str, options: dict[str, Any], connection: Connection,
     try:
         result = pl.read_database(sql, conn, **kwargs)
         return result if isinstance(result, pl.DataFrame) else pl.concat(list(result))  # iter_batches=True
-    except _driver_errors() as e:
-        raise SourceError(f"{label}: the source query failed: {_scrub(str(e), connection)}; query: {sql}") from e
+    except driver_errors() as e:
+        raise SourceError(f"{label}: the source query failed: {scrub(str(e), connection)}; query: {sql}") from e
 
 
-def _driver_errors() -> tuple[type[Exception], ...]:
+def driver_errors() -> tuple[type[Exception], ...]:
     """The exception bases of the drivers (psycopg2 only when installed) and of Polars."""
     errors: tuple[type[Exception], ...] = (sqlite3.Error, pl.exceptions.PolarsError)
     try:
@@ -243,7 +243,7 @@ def _parse_sqlite_temporals(data: pl.DataFrame, declared: Columns, label: str) -
         ) from e
 
 
-def _scrub(message: str, connection: Connection) -> str:
+def scrub(message: str, connection: Connection) -> str:
     password = connection.configure.password
     if not password:
         return message

@@ -1,0 +1,260 @@
+"""Cron schedules per stage job, and the catch-up sensor that runs every missed fire once.
+
+Settings come from the factory (``schedules={"bronze2silver": {"cron": "0 * * * *", "timezone":
+"Europe/Paris", "catchup": true}}``) or from the dataflows of a stage (``configure.dagster.schedule``,
+same keys; the factory wins). Every scheduled run carries ``datacoolie/fire = <schedule>:<fire UTC
+ISO>`` and the ``run_key`` of the same value.
+
+Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (issue 10335). With
+``catchup: true`` one sensor, :data:`CATCHUP_SENSOR`, requests one run per earlier missed fire. A
+fire is never run twice: Dagster dedupes a ``run_key`` only per sensor/schedule name, so both the
+schedule and the sensor first look for a run tagged with the fire and skip it if one exists. The
+sensor leaves the newest fire due to the schedule itself (Dagster's own tick store makes that one
+exactly-once) and picks it up one fire later should the schedule not have run it. Our stage jobs
+are not partitioned, so no fire ever maps to a partition before the first one; a partitioned job
+would need that check here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import dagster as dg
+from dagster._utils.schedules import cron_string_iterator, is_valid_cron_string  # pinned: dagster 1.13.27
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from datacoolie_core import DataFlow, MetadataError, MetadataIssue
+from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_dagster.constants import CONFIGURE_KEY
+from datacoolie_dagster.partitions import dagster_config
+
+TRIGGER_TAG = "datacoolie/trigger"
+AUTOMATED_TAG = "datacoolie/automated"
+FIRE_TAG = "datacoolie/fire"
+"""``<schedule>:<fire UTC ISO>``: the one fire a run was made for."""
+SCHEDULE_TAG = "datacoolie/schedule"
+CATCHUP_TAG = "datacoolie/catchup"
+AUTOMATED_TAGS = {TRIGGER_TAG: "schedule", AUTOMATED_TAG: "true"}
+CATCHUP_SENSOR = "datacoolie_schedule_catchup"
+MAX_CATCHUP_PER_EVALUATION = 100
+"""Runs requested by one evaluation; the cursor then stops at the last one and the next continues."""
+_RECENT_RUNS = 50
+
+
+class ScheduleSettings(BaseModel):
+    """When a stage job runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cron: str
+    timezone: str = "UTC"
+    catchup: bool = False
+    """Run every fire missed while nothing evaluated the schedule (else only the latest, as Dagster)."""
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str) -> str:
+        if not is_valid_cron_string(value):
+            raise ValueError(f"'{value}' is not a 5-field cron string like '0 * * * *'")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _valid_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone '{value}' (use an IANA name like 'Europe/Paris')") from None
+        return value
+
+
+def schedule_settings(
+    dataflows: Iterable[DataFlow], overrides: Mapping[str, ScheduleSettings | Mapping[str, Any]] | None = None
+) -> dict[str, ScheduleSettings]:
+    """Settings per stage: ``configure.dagster.schedule`` of its dataflows, then ``overrides`` on top.
+
+    Dataflows of a stage that declare a schedule must declare the same one (the others ride along);
+    a bad or disagreeing declaration is a MetadataError naming the dataflows.
+    """
+    declared: dict[str, dict[str, ScheduleSettings]] = {}
+    for dataflow in dataflows:
+        raw = (dagster_config(dataflow).model_extra or {}).get("schedule")
+        if raw is None:
+            continue
+        settings = _parse(raw, f"dataflow '{dataflow.name}'", f"configure.{CONFIGURE_KEY}.schedule")
+        if not dataflow.stage:
+            raise _issue(f"dataflow '{dataflow.name}'", "a schedule runs a stage job; give the dataflow a stage")
+        declared.setdefault(str(dataflow.stage), {})[str(dataflow.name)] = settings
+    result = {stage: _agreed(stage, by_name) for stage, by_name in declared.items()}
+    for stage, value in (overrides or {}).items():
+        result[stage] = _parse(value, f"stage '{stage}'", "schedules")
+    return result
+
+
+def build_schedules(
+    stage_jobs: Mapping[str, dg.JobDefinition], settings: Mapping[str, ScheduleSettings]
+) -> list[dg.ScheduleDefinition | dg.SensorDefinition]:
+    """One RUNNING schedule per scheduled stage job, plus :data:`CATCHUP_SENSOR` if any catches up.
+
+    ``stage_jobs`` maps a stage name to its job; a setting for an unknown stage is a MetadataError.
+    """
+    for stage in settings:
+        if stage not in stage_jobs:
+            raise _issue(f"stage '{stage}'", f"no job for this stage{did_you_mean(stage, stage_jobs)}")
+    targets = {schedule_name(stage_jobs[s]): (stage_jobs[s], s_settings) for s, s_settings in settings.items()}
+    built: list[dg.ScheduleDefinition | dg.SensorDefinition] = [
+        _schedule(name, job, s) for name, (job, s) in targets.items()
+    ]
+    catchup = {name: target for name, target in targets.items() if target[1].catchup}
+    if catchup:
+        built.append(_catchup_sensor(catchup))
+    return built
+
+
+def schedule_name(job: dg.JobDefinition) -> str:
+    return f"{job.name}_schedule"
+
+
+def fire_id(schedule: str, fire: datetime) -> str:
+    """``<schedule>:<fire in UTC, ISO>``: the same for a schedule tick and a catch-up request."""
+    return f"{schedule}:{fire.astimezone(UTC).isoformat()}"
+
+
+def fire_request(
+    instance: dg.DagsterInstance, schedule: str, job: str, fire: datetime, *, catchup: bool
+) -> dg.RunRequest | None:
+    """The run of one fire, or None if a run for it exists already (made by the schedule or the sensor)."""
+    key = fire_id(schedule, fire)
+    if instance.get_runs_count(dg.RunsFilter(tags={FIRE_TAG: key})):
+        return None
+    tags = AUTOMATED_TAGS | {FIRE_TAG: key, SCHEDULE_TAG: schedule} | ({CATCHUP_TAG: "true"} if catchup else {})
+    return dg.RunRequest(run_key=key, job_name=job, tags=tags)
+
+
+def catchup_requests(
+    instance: dg.DagsterInstance,
+    schedules: Mapping[str, tuple[str, ScheduleSettings]],
+    cursor: str | None,
+    now: datetime,
+) -> tuple[list[dg.RunRequest], str]:
+    """Run requests for the fires each schedule missed before ``now``, and the new cursor.
+
+    ``schedules`` maps a schedule name to (job name, settings). The cursor is JSON ``{schedule: last
+    handled fire}``; without an entry, the newest run tagged with a fire of the schedule is the start,
+    and without one either nothing is caught up (nothing was ever recorded). The newest fire at or
+    before ``now`` is the schedule's own and is left to it.
+    """
+    handled = _read_cursor(cursor)
+    requests: list[dg.RunRequest] = []
+    for name, (job, settings) in schedules.items():
+        last = handled.get(name) or _last_recorded_fire(instance, name)
+        fires = _fires_before_latest(settings, last, now)
+        if last is None:
+            handled[name] = fires[-1] if fires else now
+            continue
+        handled[name] = last
+        for fire in fires[: max(0, MAX_CATCHUP_PER_EVALUATION - len(requests))]:
+            request = fire_request(instance, name, job, fire, catchup=True)
+            requests.extend([request] if request else [])
+            handled[name] = fire
+    cursor_out = {name: fire.astimezone(UTC).isoformat() for name, fire in handled.items()}
+    return requests, json.dumps(cursor_out, sort_keys=True)
+
+
+def _fires_before_latest(settings: ScheduleSettings, last: datetime | None, now: datetime) -> list[datetime]:
+    """Fires in ``(last, latest)`` where ``latest`` is the newest fire at or before ``now``; with no
+    ``last``, just the fire before ``latest``."""
+    descending = cron_string_iterator(now.timestamp(), settings.cron, settings.timezone, ascending=False)
+    fires: list[datetime] = []
+    for fire in descending:
+        if fire > now:
+            continue
+        if (last is not None and fire <= last) or (last is None and len(fires) == 2):
+            break
+        fires.append(fire)
+    return list(reversed(fires[1:]))
+
+
+def _last_recorded_fire(instance: dg.DagsterInstance, schedule: str) -> datetime | None:
+    runs = instance.get_runs(dg.RunsFilter(tags={SCHEDULE_TAG: schedule}), limit=_RECENT_RUNS)
+    fires = [datetime.fromisoformat(r.tags[FIRE_TAG].removeprefix(f"{schedule}:")) for r in runs if FIRE_TAG in r.tags]
+    return max(fires, default=None)
+
+
+def _read_cursor(cursor: str | None) -> dict[str, datetime]:
+    if not cursor:
+        return {}
+    try:
+        return {name: datetime.fromisoformat(value) for name, value in json.loads(cursor).items()}
+    except (ValueError, TypeError, AttributeError) as e:
+        # a silent restart from zero would skip (or repeat) fires: refuse instead
+        raise MetadataError(
+            f"sensor '{CATCHUP_SENSOR}': unreadable cursor {cursor!r} ({e}); fix or clear it with "
+            f"`dagster sensor cursor {CATCHUP_SENSOR} --set '{{}}'`"
+        ) from e
+
+
+def _schedule(name: str, job: dg.JobDefinition, settings: ScheduleSettings) -> dg.ScheduleDefinition:
+    @dg.schedule(
+        name=name,
+        cron_schedule=settings.cron,
+        execution_timezone=settings.timezone,
+        job=job,
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"Run {job.name} at '{settings.cron}' ({settings.timezone}); catch-up {settings.catchup}.",
+    )
+    def _fire(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
+        fire = context.scheduled_execution_time or datetime.now(UTC)
+        request = fire_request(context.instance, name, job.name, fire, catchup=False)
+        return request or dg.SkipReason(f"{fire_id(name, fire)} already has a run")
+
+    return _fire
+
+
+def _catchup_sensor(schedules: Mapping[str, tuple[dg.JobDefinition, ScheduleSettings]]) -> dg.SensorDefinition:
+    targets = {name: (job.name, settings) for name, (job, settings) in schedules.items()}
+
+    @dg.sensor(
+        name=CATCHUP_SENSOR,
+        jobs=list(dict.fromkeys(job for job, _ in schedules.values())),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=30,
+        description="Requests one run per fire a catch-up schedule missed (Dagster runs only the latest).",
+    )
+    def _catchup(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        requests, cursor = catchup_requests(context.instance, targets, context.cursor, datetime.now(UTC))
+        return dg.SensorResult(run_requests=requests, cursor=cursor)
+
+    return _catchup
+
+
+def _parse(value: ScheduleSettings | Mapping[str, Any], subject: str, path: str) -> ScheduleSettings:
+    if isinstance(value, ScheduleSettings):
+        return value
+    try:
+        return ScheduleSettings.model_validate(value)
+    except ValidationError as e:
+        issues = [
+            MetadataIssue(".".join([path, *(str(p) for p in err["loc"])]), err["msg"], subject=subject)
+            for err in e.errors(include_url=False)
+        ]
+        raise MetadataError(issues) from None
+
+
+def _agreed(stage: str, by_name: Mapping[str, ScheduleSettings]) -> ScheduleSettings:
+    if len(set(by_name.values())) > 1:
+        names = ", ".join(f"'{n}'" for n in by_name)
+        raise _issue(
+            f"dataflows {names}",
+            f"stage '{stage}' has one job: its dataflows must declare the same schedule; "
+            "declare it on one dataflow or pass schedules= to build_definitions",
+        )
+    return next(iter(by_name.values()))
+
+
+def _issue(subject: str, message: str) -> MetadataError:
+    return MetadataError([MetadataIssue(f"configure.{CONFIGURE_KEY}.schedule", message, subject=subject)])

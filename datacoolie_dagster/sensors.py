@@ -1,0 +1,274 @@
+"""Sensors: runs for new source data, and downstream tables following their upstream.
+
+**New source data** — :func:`build_source_sensors` builds ONE sensor (``datacoolie_sources``) over
+every destination table that reads an external source (not another dataflow's destination). Each
+evaluation fingerprints those sources cheaply (:mod:`~datacoolie_dagster.observations`) and compares
+with the fingerprints in its cursor (JSON, per table and dataflow). Every table whose fingerprint
+changed and whose source holds data goes into ONE ``RunRequest`` selecting exactly those tables,
+tagged ``datacoolie/trigger=sensor`` and ``datacoolie/automated=true``. Its ``run_key`` names each
+table with a digest of its fingerprint, so the same change seen twice (a crash before the cursor was
+saved, a daemon restart) is deduplicated by Dagster even without the cursor.
+
+* First evaluation (no cursor): every table whose source holds data is requested (the watermark
+  makes the load incremental, so this is at worst one run that loads nothing).
+* A source that cannot be read (missing folder or table, database error) is named in the skip
+  reason (or the sensor log when other tables are requested) and its table's cursor entry is kept,
+  so the change is seen once the source is readable.
+* An unreadable cursor raises :class:`SensorCursorError`: never a silent restart from zero.
+* Not sensed: partitioned tables (their runs need a partition: the schedules own them), tables whose
+  sources are all function sources, and tables with a dataflow that sets
+  ``configure.dagster.sensor: false`` (a run materializes the whole table, so one opted-out writer
+  keeps the table out of every automatic trigger, automation included).
+
+**Downstream following** — :func:`with_automation` gives a table that reads another DataCoolie
+table ``AutomationCondition.eager()``: it runs after an upstream materializes, once no upstream is
+missing or in progress, so a lineage is followed level by level, each level after the previous
+one succeeded. :func:`build_automation_sensor` evaluates those conditions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from datacoolie_core import DataFlow, MetadataError, MetadataIssue
+from datacoolie_core.errors import DataCoolieError, SourceError
+from datacoolie_dagster.assets import TableAsset
+from datacoolie_dagster.constants import CONFIGURE_KEY
+from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable
+from datacoolie_dagster.partitions import dagster_config
+from datacoolie_dagster.tables import DestinationTable, SourceRef, source_refs
+
+SOURCE_SENSOR_NAME = "datacoolie_sources"
+AUTOMATION_SENSOR_NAME = "datacoolie_automation"
+TRIGGER_TAG = "datacoolie/trigger"
+AUTOMATED_TAG = "datacoolie/automated"
+"""``"true"`` on every run a sensor or automation launches (retry policies key on it)."""
+SENSOR_CONFIG_KEY = "sensor"
+"""``configure.dagster.sensor: false`` opts a dataflow's table out of automatic triggers."""
+CURSOR_FORMAT = 1
+
+_TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+class SensorCursorError(DataCoolieError):
+    """A sensor cursor that cannot be read: the sensor stops instead of starting again from zero."""
+
+    def __init__(self, sensor: str, reason: str) -> None:
+        self.sensor = sensor
+        self.reason = reason
+        super().__init__(
+            f"sensor '{sensor}': unreadable cursor ({reason}); inspect it with `dagster sensor cursor {sensor}`, "
+            f"then fix it with `--set` or clear it with `--delete` (a cleared cursor requests every source with data)"
+        )
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (SensorCursorError, (self.sensor, self.reason))
+
+
+@dataclass(frozen=True)
+class SensedTable:
+    """A destination table the source sensor watches, with the external sources of its dataflows."""
+
+    asset_key: dg.AssetKey
+    sources: tuple[tuple[DataFlow, tuple[SourceRef, ...]], ...]
+
+    @property
+    def name(self) -> str:
+        return self.asset_key.to_user_string()
+
+
+@dataclass(frozen=True)
+class SourceEvaluation:
+    """The outcome of one evaluation: at most one run request, the next cursor, what was unreadable."""
+
+    run_request: dg.RunRequest | None
+    cursor: str
+    unreadable: list[str] = field(default_factory=list)
+    sensed: int = 0
+
+    def skip_reason(self) -> str:
+        if self.unreadable:
+            return "sources that cannot be read: " + "; ".join(self.unreadable)
+        return f"no new source data for the {self.sensed} sensed table(s)"
+
+
+def build_source_sensors(
+    assets: Sequence[TableAsset],
+    *,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+) -> list[dg.SensorDefinition]:
+    """One sensor requesting runs of the tables whose external sources got new data ([] if none).
+
+    Example:
+        >>> assets, _ = build_table_assets(dataflows, DataCoolieTranslator())
+        >>> defs = dg.Definitions(assets=build_multi_assets(assets), sensors=build_source_sensors(assets))
+    """
+    sensed = sensed_tables(assets)
+    if not sensed:
+        return []
+
+    @dg.sensor(
+        name=SOURCE_SENSOR_NAME,
+        target=dg.AssetSelection.assets(*(t.asset_key for t in sensed)),
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description=f"Runs the DataCoolie tables whose external sources got new data ({len(sensed)} tables).",
+    )
+    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        evaluation = evaluate_sources(sensed, context.cursor, sensor_name=SOURCE_SENSOR_NAME)
+        if evaluation.run_request is None:
+            return dg.SensorResult(skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor)
+        if evaluation.unreadable:
+            context.log.warning(evaluation.skip_reason())
+        return dg.SensorResult(run_requests=[evaluation.run_request], cursor=evaluation.cursor)
+
+    return [_sensor]
+
+
+def sensed_tables(assets: Sequence[TableAsset]) -> list[SensedTable]:
+    """The tables the source sensor watches (see the module docstring for what is left out). No I/O."""
+    sensed = []
+    for asset in assets:
+        table = asset.table
+        if asset.partitioning is not None or not triggers_enabled(table):
+            continue
+        external = [(d, tuple(r for r in source_refs(d) if r in table.sources)) for d in table.dataflows]
+        watched = tuple((d, refs) for d, refs in external if is_sensable(d, refs))
+        if watched:
+            sensed.append(SensedTable(asset.spec.key, watched))
+    return sensed
+
+
+def evaluate_sources(sensed: Sequence[SensedTable], cursor: str | None, *, sensor_name: str) -> SourceEvaluation:
+    """Fingerprint every sensed table's sources and compare with ``cursor``.
+
+    Raises:
+        SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
+    """
+    previous = parse_cursor(cursor, sensor_name)
+    state = {t.name: previous[t.name] for t in sensed if t.name in previous}  # forget unsensed tables
+    changed: list[tuple[SensedTable, dict[str, Fingerprint]]] = []
+    unreadable: list[str] = []
+    for table in sensed:
+        try:
+            fingerprints = {str(d.name or d.dataflow_id): fingerprint_source(d, refs) for d, refs in table.sources}
+        except SourceError as e:
+            unreadable.append(f"table '{table.name}': {e}")
+            continue
+        if fingerprints != previous.get(table.name):
+            state[table.name] = fingerprints
+            if any(has_data(f) for f in fingerprints.values()):
+                changed.append((table, fingerprints))
+    return SourceEvaluation(_run_request(changed), dump_cursor(state), unreadable, len(sensed))
+
+
+def parse_cursor(cursor: str | None, sensor_name: str) -> dict[str, dict[str, Fingerprint]]:
+    """``{table: {dataflow: fingerprint}}`` of a cursor; ``None`` (never evaluated) is empty.
+
+    Raises:
+        SensorCursorError: not JSON, another format version, or not the expected shape.
+    """
+    if cursor is None:
+        return {}
+    try:
+        document = json.loads(cursor)
+    except ValueError as e:
+        raise SensorCursorError(sensor_name, f"not JSON: {e}") from e
+    if not isinstance(document, dict) or document.get("format") != CURSOR_FORMAT:
+        raise SensorCursorError(sensor_name, f'expected an object with "format": {CURSOR_FORMAT}')
+    tables = document.get("tables")
+    if not isinstance(tables, dict) or not all(_is_table_entry(v) for v in tables.values()):
+        raise SensorCursorError(sensor_name, '"tables" must map table names to {dataflow: fingerprint object}')
+    return tables
+
+
+def dump_cursor(tables: Mapping[str, Mapping[str, Fingerprint]]) -> str:
+    return json.dumps({"format": CURSOR_FORMAT, "tables": dict(sorted(tables.items()))}, sort_keys=True)
+
+
+def _is_table_entry(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(f, dict) for f in value.values())
+
+
+def _run_request(changed: Sequence[tuple[SensedTable, dict[str, Fingerprint]]]) -> dg.RunRequest | None:
+    if not changed:
+        return None
+    # the key is a function of the data seen, not of the time: the same change always maps to it
+    run_key = ",".join(sorted(f"{table.name}@{_digest(fingerprints)}" for table, fingerprints in changed))
+    return dg.RunRequest(
+        run_key=run_key,
+        asset_selection=[table.asset_key for table, _ in changed],
+        tags={TRIGGER_TAG: "sensor", AUTOMATED_TAG: "true"},
+    )
+
+
+def _digest(fingerprints: Mapping[str, Fingerprint]) -> str:
+    return hashlib.sha256(json.dumps(fingerprints, sort_keys=True).encode()).hexdigest()[:12]
+
+
+# --- downstream following -------------------------------------------------------------------------
+
+
+def automation_for(asset: TableAsset) -> dg.AutomationCondition | None:
+    """``eager()`` for an unpartitioned table reading another DataCoolie table; else ``None``.
+
+    Partitioned tables get none: ``eager()`` only considers their latest window, which is not how
+    a replay chunking is meant to be followed.
+    """
+    table = asset.table
+    if not table.upstream or asset.partitioning is not None or asset.spec.partitions_def is not None:
+        return None
+    return dg.AutomationCondition.eager() if triggers_enabled(table) else None
+
+
+def with_automation(spec: dg.AssetSpec, table: DestinationTable) -> dg.AssetSpec:
+    """``spec`` with :func:`automation_for`'s condition; a condition the translator set is kept."""
+    if spec.automation_condition is not None or spec.partitions_def is not None:
+        return spec
+    condition = automation_for(TableAsset(table, spec, None))
+    return spec if condition is None else spec.replace_attributes(automation_condition=condition)
+
+
+def build_automation_sensor(
+    *,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+) -> dg.AutomationConditionSensorDefinition:
+    """The sensor evaluating the tables' automation conditions (replaces Dagster's default one)."""
+    return dg.AutomationConditionSensorDefinition(
+        name=AUTOMATION_SENSOR_NAME,
+        target=dg.AssetSelection.all(),
+        run_tags={TRIGGER_TAG: "automation", AUTOMATED_TAG: "true"},
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        description="Materializes DataCoolie tables after the tables they read were materialized.",
+    )
+
+
+def triggers_enabled(table: DestinationTable) -> bool:
+    """``False`` when a dataflow of ``table`` sets ``configure.dagster.sensor: false``."""
+    return all(_sensor_flag(d) for d in table.dataflows)
+
+
+def _sensor_flag(dataflow: DataFlow) -> bool:
+    value = (dagster_config(dataflow).model_extra or {}).get(SENSOR_CONFIG_KEY, True)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in (*_TRUE, *_FALSE):
+        return value.strip().lower() in _TRUE
+    raise MetadataError(
+        [
+            MetadataIssue(
+                f"configure.{CONFIGURE_KEY}.{SENSOR_CONFIG_KEY}",
+                f"expected true or false, got {value!r}",
+                subject=f"dataflow '{dataflow.name}'",
+            )
+        ]
+    )

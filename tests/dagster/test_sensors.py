@@ -1,0 +1,400 @@
+"""The source sensor (new files, Delta versions, database rows) and downstream automation.
+
+Sensors are evaluated against a real ephemeral instance over real files, Delta tables and a SQLite
+database under ``tmp_path``; the automation test materializes the upstream table for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import polars as pl
+import pytest
+from deltalake import write_deltalake
+
+from datacoolie_core import FileProvider
+from datacoolie_dagster.assets import TableAsset, build_multi_assets, build_table_assets
+from datacoolie_dagster.resources import DataCoolieResource
+from datacoolie_dagster.sensors import (
+    AUTOMATED_TAG,
+    SOURCE_SENSOR_NAME,
+    TRIGGER_TAG,
+    SensorCursorError,
+    automation_for,
+    build_automation_sensor,
+    build_source_sensors,
+    sensed_tables,
+    with_automation,
+)
+from datacoolie_dagster.translator import DataCoolieTranslator
+from tests.dagster.cli_support import BIN, REPOSITORY
+from tests.dagster.conftest import land
+
+PARTITIONS = {"partitions": {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "updated_at"}}
+ORDERS = pl.DataFrame({"order_id": [1, 2], "amount": [10.0, 20.0], "updated_at": [datetime(2024, 1, 5)] * 2})
+EVENTS = pl.DataFrame({"event_id": [1], "kind": ["click"]})
+
+
+def _flow(name: str, source: dict[str, Any], destination: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {"name": name, "stage": "load", "source": source, "destination": destination, **extra}
+
+
+METADATA: dict[str, Any] = {
+    "connections": [
+        {
+            "name": "landing",
+            "connection_type": "file",
+            "format": "parquet",
+            "configure": {"base_path": "./lake/landing"},
+        },
+        {"name": "raw", "connection_type": "lakehouse", "format": "delta", "configure": {"base_path": "./lake/raw"}},
+        {"name": "crm", "format": "sql", "configure": {"database_type": "sqlite", "database": "./crm.db"}},
+        {
+            "name": "bronze",
+            "connection_type": "lakehouse",
+            "format": "delta",
+            "configure": {"base_path": "./lake/bronze"},
+        },
+        {
+            "name": "silver",
+            "connection_type": "lakehouse",
+            "format": "delta",
+            "configure": {"base_path": "./lake/silver"},
+        },
+    ],
+    "dataflows": [
+        _flow(
+            "orders_to_bronze",
+            {
+                "connection_name": "landing",
+                "schema_name": "sales",
+                "table": "orders",
+                "watermark_columns": ["updated_at"],
+            },
+            {"connection_name": "bronze", "schema_name": "sales", "table": "orders", "load_type": "append"},
+        ),
+        _flow(
+            "events_to_bronze",
+            {"connection_name": "raw", "table": "events"},
+            {"connection_name": "bronze", "table": "events", "load_type": "overwrite"},
+        ),
+        _flow(
+            "customers_to_bronze",
+            {"connection_name": "crm", "table": "customers", "watermark_columns": ["updated_at"]},
+            {"connection_name": "bronze", "table": "customers", "load_type": "append"},
+        ),
+        _flow(
+            "audit_to_bronze",
+            {"connection_name": "landing", "schema_name": "ops", "table": "audit"},
+            {"connection_name": "bronze", "table": "audit", "load_type": "append"},
+            configure={"dagster": {"sensor": False}},
+        ),
+        _flow(
+            "orders_monthly",
+            {
+                "connection_name": "landing",
+                "schema_name": "sales",
+                "table": "orders",
+                "watermark_columns": ["updated_at"],
+            },
+            {"connection_name": "bronze", "table": "orders_monthly", "load_type": "append"},
+            configure={"dagster": PARTITIONS},
+        ),
+        _flow(
+            "orders_to_silver",
+            {"connection_name": "bronze", "schema_name": "sales", "table": "orders"},
+            {"connection_name": "silver", "table": "orders", "load_type": "overwrite"},
+        ),
+        _flow(
+            "orders_by_month",
+            {
+                "connection_name": "bronze",
+                "schema_name": "sales",
+                "table": "orders",
+                "watermark_columns": ["updated_at"],
+            },
+            {"connection_name": "silver", "table": "orders_by_month", "load_type": "append"},
+            configure={"dagster": PARTITIONS},
+        ),
+    ],
+}
+ORDERS_KEY, EVENTS_KEY, CUSTOMERS_KEY = "bronze/sales/orders", "bronze/events", "bronze/customers"
+
+
+@pytest.fixture
+def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "metadata.json").write_text(json.dumps(METADATA), encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+def table_assets(root: Path) -> list[TableAsset]:
+    provider = FileProvider(root / "metadata.json")
+    provider.initialize()
+    return build_table_assets(provider.get_dataflows(), DataCoolieTranslator())[0]
+
+
+def code_location(root: Path) -> tuple[dg.Definitions, dg.SensorDefinition]:
+    """What ``build_definitions`` will give once integrated: automated specs, the two sensors."""
+    assets = [TableAsset(a.table, with_automation(a.spec, a.table), a.partitioning) for a in table_assets(root)]
+    resource = DataCoolieResource(metadata_path=str(root / "metadata.json"), state_base_path=str(root / "state"))
+    (sensor,) = build_source_sensors(assets)
+    defs = dg.Definitions(
+        assets=build_multi_assets(assets),
+        sensors=[sensor, build_automation_sensor()],
+        resources={"datacoolie": resource},
+    )
+    return defs, sensor
+
+
+def tick(root: Path, instance: dg.DagsterInstance, cursor: str | None = None) -> Any:
+    """One evaluation of the source sensor, as the daemon runs it (``SensorExecutionData``)."""
+    defs, sensor = code_location(root)
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
+    return sensor.evaluate_tick(context)
+
+
+def requested(data: Any) -> list[tuple[str, list[str]]]:
+    """``(run_key, sorted asset keys)`` of each run request."""
+    return [(r.run_key, sorted(k.to_user_string() for k in r.asset_selection)) for r in data.run_requests]
+
+
+def land_all(root: Path) -> None:
+    """Data in the three sensed sources (and the opted-out one)."""
+    land(root, "sales/orders", ORDERS)
+    land(root, "ops/audit", ORDERS)
+    write_deltalake(str(root / "lake" / "raw" / "events"), EVENTS.to_arrow())
+    with sqlite3.connect(root / "crm.db") as conn:
+        conn.execute("CREATE TABLE customers (customer_id INTEGER, updated_at TIMESTAMP)")
+    insert_customer(root, 1, "2024-01-01 00:00:00")
+
+
+def insert_customer(root: Path, customer_id: int, updated_at: str) -> None:
+    with closing(sqlite3.connect(root / "crm.db")) as conn, conn:  # the inner `with` commits
+        conn.execute("INSERT INTO customers VALUES (?, ?)", (customer_id, updated_at))
+
+
+def test_first_tick_requests_every_sensed_table_with_data_in_one_tagged_run(root: Path, instance: Any) -> None:
+    land_all(root)
+    data = tick(root, instance)
+
+    ((run_key, keys),) = requested(data)
+    # the opted-out audit table, the partitioned table and the downstream tables are never sensed
+    assert keys == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
+    assert [part.split("@")[0] for part in run_key.split(",")] == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
+    assert data.run_requests[0].tags.items() >= {TRIGGER_TAG: "sensor", AUTOMATED_TAG: "true"}.items()
+    assert sorted(json.loads(data.cursor)["tables"]) == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
+
+
+def test_no_change_skips_and_the_same_change_seen_twice_has_one_run_key(root: Path, instance: Any) -> None:
+    land_all(root)
+    first, again = tick(root, instance), tick(root, instance)  # e.g. a crash before the cursor was saved
+    assert requested(first) == requested(again)
+
+    after = tick(root, instance, first.cursor)
+    assert requested(after) == []
+    assert after.skip_message == "no new source data for the 3 sensed table(s)"
+    assert after.cursor == first.cursor
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda root: land(root, "sales/orders", ORDERS, batch=2), ORDERS_KEY),
+        (lambda root: write_deltalake(str(root / "lake/raw/events"), EVENTS.to_arrow(), mode="append"), EVENTS_KEY),
+        (lambda root: insert_customer(root, 2, "2024-02-01 00:00:00"), CUSTOMERS_KEY),
+    ],
+    ids=["new-file", "new-delta-version", "new-sqlite-row"],
+)
+def test_a_new_batch_requests_exactly_its_table(root: Path, instance: Any, change: Any, expected: str) -> None:
+    land_all(root)
+    cursor = tick(root, instance).cursor
+    change(root)
+    data = tick(root, instance, cursor)
+    assert [keys for _, keys in requested(data)] == [[expected]]
+    assert requested(tick(root, instance, data.cursor)) == []  # the cursor holds the new fingerprint
+
+
+def test_unreadable_source_is_named_and_keeps_its_cursor_entry(root: Path, instance: Any) -> None:
+    land(root, "sales/orders", ORDERS)  # no Delta events table, no database yet
+    data = tick(root, instance)
+    assert [keys for _, keys in requested(data)] == [[ORDERS_KEY]]
+    assert sorted(json.loads(data.cursor)["tables"]) == [ORDERS_KEY]
+
+    nothing_new = tick(root, instance, data.cursor)
+    assert nothing_new.skip_message is not None
+    assert "table 'bronze/events'" in nothing_new.skip_message
+    assert "no Delta table" in nothing_new.skip_message
+    assert "SQLite database file './crm.db' does not exist" in nothing_new.skip_message
+
+    # once readable, the source is requested
+    write_deltalake(str(root / "lake" / "raw" / "events"), EVENTS.to_arrow())
+    assert EVENTS_KEY in requested(tick(root, instance, data.cursor))[0][1]
+
+
+def test_empty_source_records_its_fingerprint_without_a_run(root: Path, instance: Any) -> None:
+    land_all(root)
+    os.remove(root / "lake" / "landing" / "sales" / "orders" / "batch_001.parquet")
+    data = tick(root, instance)
+    assert [keys for _, keys in requested(data)] == [[CUSTOMERS_KEY, EVENTS_KEY]]
+    assert json.loads(data.cursor)["tables"][ORDERS_KEY] == {"orders_to_bronze": {"files": 0, "modified": None}}
+
+
+@pytest.mark.parametrize(
+    ("cursor", "reason"),
+    [
+        ("not json", "not JSON"),
+        ("[1, 2]", 'expected an object with "format": 1'),
+        ('{"format": 2, "tables": {}}', 'expected an object with "format": 1'),
+        ('{"format": 1, "tables": {"bronze/events": 3}}', '"tables" must map'),
+    ],
+    ids=["not-json", "not-an-object", "other-format", "bad-entry"],
+)
+def test_unreadable_cursor_is_an_error_never_a_restart(root: Path, instance: Any, cursor: str, reason: str) -> None:
+    land_all(root)
+    with pytest.raises(SensorCursorError, match=f"sensor '{SOURCE_SENSOR_NAME}': unreadable cursor .*{reason}"):
+        tick(root, instance, cursor)
+
+
+def test_bad_opt_out_value_names_the_dataflow(root: Path) -> None:
+    document = json.loads((root / "metadata.json").read_text())
+    document["dataflows"][3]["configure"]["dagster"]["sensor"] = "maybe"
+    (root / "metadata.json").write_text(json.dumps(document))
+    with pytest.raises(Exception, match=r"configure\.dagster\.sensor \(dataflow 'audit_to_bronze'\)"):
+        sensed_tables(table_assets(root))
+
+
+def test_automation_only_on_unpartitioned_tables_with_datacoolie_upstreams(root: Path) -> None:
+    conditions = {a.spec.key.to_user_string(): automation_for(a) for a in table_assets(root)}
+    assert {key for key, condition in conditions.items() if condition is not None} == {"silver/orders"}
+    assert conditions["silver/orders"] == dg.AutomationCondition.eager()
+
+    defs, _ = code_location(root)
+    graph = defs.resolve_asset_graph()
+    automated = {k.to_user_string() for k in graph.get_all_asset_keys() if graph.get(k).automation_condition}
+    assert automated == {"silver/orders"}
+
+
+def test_downstream_follows_after_the_sensed_run_materializes(root: Path, instance: Any) -> None:
+    land_all(root)
+    defs, _ = code_location(root)
+    # the automation sensor's first evaluation only records state; nothing is materialized yet
+    before = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert before.total_requested == 0
+
+    request = tick(root, instance).run_requests[0]
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=instance, asset_selection=list(request.asset_selection), tags=request.tags, raise_on_error=False
+    )
+    assert result.success
+
+    after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=before.cursor)
+    assert after.total_requested == 1
+    assert after.get_num_requested(dg.AssetKey(["silver", "orders"])) == 1
+
+
+# --- a real daemon --------------------------------------------------------------------------------
+
+CODE_LOCATION = """
+import dagster as dg
+from datacoolie_core import FileProvider
+from datacoolie_dagster import build_definitions
+from datacoolie_dagster.assets import build_table_assets
+from datacoolie_dagster.sensors import build_source_sensors
+from datacoolie_dagster.translator import DataCoolieTranslator
+
+provider = FileProvider("metadata.json")
+provider.initialize()
+assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
+sensors = build_source_sensors(assets, minimum_interval_seconds=2, default_status=dg.DefaultSensorStatus.RUNNING)
+defs = dg.Definitions.merge(
+    build_definitions("metadata.json", state_base_path="state", include_jobs=False), dg.Definitions(sensors=sensors)
+)
+"""
+WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
+FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
+
+
+def _daemon(project: Path, home: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATACOOLIE_", "DAGSTER_"))}
+    with log.open("a") as out:
+        return subprocess.Popen(
+            [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+            cwd=project,
+            env=env | {"DAGSTER_HOME": str(home)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the code server and run workers stop with it
+        )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)  # a crash, not a shutdown: the cursor must hold anyway
+        process.wait(timeout=10)
+
+
+def _sensor_ticks(instance: dg.DagsterInstance) -> list[Any]:
+    states = [s for s in instance.all_instigator_state() if s.name == SOURCE_SENSOR_NAME]
+    return [t for s in states for t in instance.get_ticks(s.instigator_origin_id, s.selector_id)]
+
+
+def _wait(predicate: Any, timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{what} not seen after {timeout} s\n{log.read_text()[-3000:]}")
+
+
+def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(tmp_path: Path) -> None:
+    project, home, log = tmp_path / "project", tmp_path / "home", tmp_path / "daemon.log"
+    project.mkdir()
+    home.mkdir()
+    document = {"connections": METADATA["connections"][:1] + METADATA["connections"][3:4],
+                "dataflows": METADATA["dataflows"][:1]}  # fmt: skip
+    (project / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    (project / "defs.py").write_text(CODE_LOCATION, encoding="utf-8")
+    (project / "workspace.yaml").write_text(WORKSPACE, encoding="utf-8")
+    shutil.copyfile(REPOSITORY / "dagster.yaml", home / "dagster.yaml")
+    land(project, "sales/orders", ORDERS)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.get_runs(limit=1)  # create the SQLite storages before two processes race on them
+
+        daemon = _daemon(project, home, log)
+        try:
+            _wait(lambda: any(r.status in FINISHED for r in instance.get_runs()), 45, "a finished run", log)
+        finally:
+            _stop(daemon)
+        ticks = len(_sensor_ticks(instance))
+
+        daemon = _daemon(project, home, log)
+        try:  # two more evaluations after the restart, with nothing new landed
+            _wait(lambda: len(_sensor_ticks(instance)) >= ticks + 2, 30, "two sensor ticks after the restart", log)
+        finally:
+            _stop(daemon)
+        runs = instance.get_runs()
+
+    assert [(r.status, r.tags.get(TRIGGER_TAG)) for r in runs] == [(dg.DagsterRunStatus.SUCCESS, "sensor")]
+    assert [k.to_user_string() for k in runs[0].asset_selection or []] == [ORDERS_KEY]
+    assert pl.read_delta(str(project / "lake" / "bronze" / "sales" / "orders")).height == 2
