@@ -12,9 +12,12 @@ from datacoolie_core import FileProvider
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset, build_multi_assets, build_table_assets
 from datacoolie_dagster.jobs import build_jobs
 from datacoolie_dagster.resources import DataCoolieResource
+from datacoolie_dagster.retries import build_retry_sensor
 from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
 from datacoolie_dagster.sensors import build_automation_sensor, build_source_sensors, with_automation
 from datacoolie_dagster.translator import DataCoolieTranslator
+
+ASSETS_JOB = "datacoolie_assets"
 
 
 def build_definitions(
@@ -33,6 +36,8 @@ def build_definitions(
     include_sensors: bool = True,
     sensor_interval_seconds: int = 30,
     sensor_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    run_retries: int = 3,
+    retry_base_delay: float = 60.0,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -52,6 +57,9 @@ def build_definitions(
             sensor that makes downstream tables follow their upstreams (``datacoolie_automation``).
         sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
             turn them on in the UI or with ``dagster sensor start``).
+        run_retries, retry_base_delay: failed automated runs (sensed, scheduled, backfilled) are
+            relaunched by ``datacoolie_retry_sensor`` after ``retry_base_delay`` s doubling per retry,
+            plus up to 10 % jitter, up to ``run_retries`` times; manual runs never are (0 disables).
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -70,7 +78,9 @@ def build_definitions(
     assets, sources = build_table_assets(dataflows, translator or DataCoolieTranslator())
     assets = [TableAsset(a.table, with_automation(a.spec, a.table), a.partitioning) for a in assets]
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
-    jobs = build_jobs(stage_names, assets) if include_jobs else []
+    jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = list(
+        build_jobs(stage_names, assets) if include_jobs else []
+    )
     by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
     timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
     sensors: list[dg.SensorDefinition] = []
@@ -80,6 +90,15 @@ def build_definitions(
             *build_source_sensors(assets, minimum_interval_seconds=interval, default_status=status),
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
         ]
+    if include_jobs and run_retries:
+        # asset runs (UI, sensors, backfills) are relaunched through one job over every asset
+        assets_job = dg.define_asset_job(ASSETS_JOB, selection=dg.AssetSelection.all())
+        sensors.append(
+            build_retry_sensor(
+                base_delay_seconds=retry_base_delay, max_retries=run_retries, jobs=jobs, asset_job=assets_job
+            )
+        )
+        jobs = [*jobs, assets_job]
     return dg.Definitions(
         assets=[*build_multi_assets(assets), *sources],
         jobs=jobs,

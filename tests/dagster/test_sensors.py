@@ -327,7 +327,8 @@ provider.initialize()
 assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
 sensors = build_source_sensors(assets, minimum_interval_seconds=2, default_status=dg.DefaultSensorStatus.RUNNING)
 defs = dg.Definitions.merge(
-    build_definitions("metadata.json", state_base_path="state", include_jobs=False), dg.Definitions(sensors=sensors)
+    build_definitions("metadata.json", state_base_path="state", include_jobs=False, include_sensors=False),
+    dg.Definitions(sensors=sensors),
 )
 """
 WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
