@@ -129,12 +129,13 @@ def commit_marker_only(table: DeltaTable, marker: CommitMarker) -> DestinationRu
 
 
 def write_metrics(table: DeltaTable) -> DestinationRuntimeInfo:
-    """Metrics of a ``write_deltalake`` commit, from that version's commit info (one history entry)."""
+    """Metrics of a ``write_deltalake`` commit, from that version's commit file (read once)."""
     version = table.version()
-    entry = next((h for h in table.history(1) if h.get("version") == version), {})
-    metrics = entry.get("operationMetrics", {})
+    metrics, bytes_added, bytes_removed = _commit_summary(table, version)
+    if metrics is None:  # not a local table: one history entry instead
+        entry = next((h for h in table.history(1) if h.get("version") == version), {})
+        metrics = entry.get("operationMetrics", {})
     rows = int(metrics.get("num_added_rows", 0))
-    bytes_added, bytes_removed = _commit_bytes(table, version)
     return DestinationRuntimeInfo(
         rows_written=rows,
         rows_inserted=rows,
@@ -170,21 +171,30 @@ def merge_metrics(table: DeltaTable, metrics: Mapping[str, Any]) -> DestinationR
 
 
 def _commit_bytes(table: DeltaTable, version: int) -> tuple[int, int]:
-    """Bytes added and removed, summed over the commit file's add/remove actions (local tables; else 0)."""
+    """Bytes added and removed by the commit (local tables; else 0)."""
+    _, added, removed = _commit_summary(table, version)
+    return added, removed
+
+
+def _commit_summary(table: DeltaTable, version: int) -> tuple[dict[str, Any] | None, int, int]:
+    """``(operationMetrics, bytes added, bytes removed)`` of a local commit file; ``(None, 0, 0)`` otherwise."""
     uri = urlparse(table.table_uri)
     if uri.scheme not in ("", "file"):
-        return 0, 0
+        return None, 0, 0
     log_file = Path(unquote(uri.path)) / "_delta_log" / f"{version:020d}.json"
     sizes = {"add": 0, "remove": 0}
+    metrics: dict[str, Any] = {}
     try:
         for line in log_file.read_text(encoding="utf-8").splitlines():
             action = json.loads(line) if line.strip() else {}
             for kind in sizes:
                 sizes[kind] += int((action.get(kind) or {}).get("size") or 0)
+            if "commitInfo" in action:
+                metrics = action["commitInfo"].get("operationMetrics") or {}
     except (OSError, ValueError) as e:  # metrics are observational: never fail a committed write
         logger.debug("cannot read commit sizes from %s: %s", log_file, e)
-        return 0, 0
-    return sizes["add"], sizes["remove"]
+        return None, 0, 0
+    return metrics, sizes["add"], sizes["remove"]
 
 
 def checkpoint_if_due(table: DeltaTable) -> None:
