@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     tick.add_argument("-d", "--working-directory", help="for -m/-f: the directory imports resolve from")
     tick.add_argument("--instance", help="DAGSTER_HOME (default: $DAGSTER_HOME)")
     tick.set_defaults(handler=_tick)
+    # local imports: both reuse this module's target loading
+    from datacoolie_dagster.backfill import add_backfill_parser
+    from datacoolie_dagster.rebuild import add_rebuild_parser
+
+    add_backfill_parser(commands)
+    add_rebuild_parser(commands)
     return parser
 
 

@@ -1,0 +1,293 @@
+"""``datacoolie-dagster backfill ASSET_OR_STAGE PARTITIONS [--rerun]``: queue only what is not done.
+
+A partition is *done* when its latest materialization carries the asset's current code version
+(``dagster/code_version``), and *live* when a not-finished run (queued … canceling) targets it through
+``dagster/partition`` or ``dagster/asset_partition_range_start/_end``. The command queues runs for
+the partitions that are neither; ``--rerun`` also queues done ones, never live ones.
+
+Decision: we create the runs ourselves (one per ``max_partitions_per_run`` contiguous keys of the
+asset's ``BackfillPolicy``; one run for everything with a single-run policy) and submit them to the
+instance's run queue, instead of an asset backfill. Runs are visible as QUEUED the moment the command
+returns, so the live check of the next invocation is a plain run query; a requested asset backfill
+has no runs until the backfill daemon gets to it and would escape that check.
+
+Two invocations never queue a partition twice: planning and submitting happen under an exclusive
+``fcntl.flock`` on ``$DAGSTER_HOME/datacoolie-backfill.lock``, and the second one then sees the
+first one's runs as live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from dagster._core.definitions.assets.graph.remote_asset_graph import RemoteWorkspaceAssetGraph
+from dagster._core.execution.submit_asset_runs import submit_asset_run
+from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
+from dagster._core.workspace.context import WorkspaceProcessContext
+
+from datacoolie_core.errors import DataCoolieError
+from datacoolie_core.models.coerce import did_you_mean
+
+LOGGER = logging.getLogger("datacoolie_dagster.backfill")
+
+LOCK_FILE = "datacoolie-backfill.lock"
+ALL = "@all"
+RANGE_SEPARATOR = ".."
+AUTOMATED_TAGS = {"datacoolie/automated": "true", "datacoolie/trigger": "backfill"}
+CODE_VERSION_TAG = "dagster/code_version"
+PARTITION_TAG = "dagster/partition"
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+class BackfillError(DataCoolieError):
+    """A backfill target or partition selection that cannot be resolved."""
+
+
+@dataclass(frozen=True)
+class BackfillRun:
+    """One run to queue: contiguous partitions of one asset."""
+
+    asset_key: dg.AssetKey
+    partition_keys: tuple[str, ...]
+
+    @property
+    def tags(self) -> dict[str, str]:
+        first, last = self.partition_keys[0], self.partition_keys[-1]
+        partition = {PARTITION_TAG: first} if first == last else {RANGE_START_TAG: first, RANGE_END_TAG: last}
+        return AUTOMATED_TAGS | partition
+
+
+@dataclass(frozen=True)
+class BackfillPlan:
+    """What one invocation queues, and what it leaves out and why."""
+
+    runs: tuple[BackfillRun, ...]
+    done: dict[dg.AssetKey, tuple[str, ...]]
+    """Partitions materialized with the current code version (left out unless ``rerun``)."""
+    live: dict[dg.AssetKey, tuple[str, ...]]
+    """Partitions targeted by a run that has not finished (always left out)."""
+
+
+def plan_backfill(
+    instance: dg.DagsterInstance,
+    asset_graph: RemoteWorkspaceAssetGraph,
+    target: str,
+    partitions: str,
+    *,
+    rerun: bool = False,
+) -> BackfillPlan:
+    """The runs that bring ``partitions`` of ``target`` up to date; reads the instance, writes nothing.
+
+    Args:
+        instance: where materializations and runs are looked up.
+        asset_graph: the code location's assets (``workspace.asset_graph``).
+        target: an asset key (``silver/sales/orders``) or a stage (its group: every partitioned asset).
+        partitions: ``FIRST..LAST`` (inclusive), one key, or ``@all``.
+        rerun: also queue partitions already materialized with the current code version.
+
+    Raises:
+        BackfillError: unknown target, unpartitioned asset, or a partition key the asset lacks.
+    """
+    runs: list[BackfillRun] = []
+    done: dict[dg.AssetKey, tuple[str, ...]] = {}
+    live: dict[dg.AssetKey, tuple[str, ...]] = {}
+    for key in resolve_target(asset_graph, target):
+        node = asset_graph.get(key)
+        assert node.partitions_def is not None  # resolve_target keeps partitioned assets only
+        keys = select_partitions(node.partitions_def, partitions, asset=key, instance=instance)
+        materialized = _done_partitions(instance, key, keys, node.code_version)
+        running = _live_partitions(instance, key, node.partitions_def)
+        done[key] = tuple(k for k in keys if k in materialized)
+        live[key] = tuple(k for k in keys if k in running)
+        left_out = set(live[key]) if rerun else {*live[key], *done[key]}
+        todo = [k for k in keys if k not in left_out]
+        size = node.backfill_policy.max_partitions_per_run if node.backfill_policy else None
+        runs.extend(BackfillRun(key, tuple(chunk)) for chunk in contiguous_chunks(keys, todo, size))
+    return BackfillPlan(tuple(runs), done, live)
+
+
+def resolve_target(asset_graph: RemoteWorkspaceAssetGraph, target: str) -> list[dg.AssetKey]:
+    """An asset key, or every partitioned asset whose group is the stage ``target``, sorted."""
+    key = dg.AssetKey.from_user_string(target)
+    if asset_graph.has(key):
+        if asset_graph.get(key).partitions_def is None:
+            raise BackfillError(f"asset '{target}' is not partitioned; materialize it instead of backfilling")
+        return [key]
+    nodes = [asset_graph.get(k) for k in asset_graph.materializable_asset_keys]
+    in_group = [n.key for n in nodes if n.group_name == target and n.partitions_def is not None]
+    if in_group:
+        return sorted(in_group, key=lambda k: k.to_user_string())
+    names = [*(k.to_user_string() for k in asset_graph.materializable_asset_keys), *{n.group_name for n in nodes}]
+    raise BackfillError(
+        f"'{target}' is neither an asset key nor a stage with partitioned assets{did_you_mean(target, names)}; "
+        "hint: pass a key like 'silver/sales/orders' or a stage name"
+    )
+
+
+def select_partitions(
+    partitions_def: dg.PartitionsDefinition, spec: str, *, asset: dg.AssetKey, instance: dg.DagsterInstance
+) -> list[str]:
+    """The partition keys ``spec`` names (``@all``, ``FIRST..LAST`` inclusive, or one key), in order."""
+    every = list(partitions_def.get_partition_keys(dynamic_partitions_store=instance))
+    if spec == ALL:
+        return every
+    first, _, last = spec.partition(RANGE_SEPARATOR)
+    last = last or first
+    for key in (first, last):
+        if key not in every:
+            raise BackfillError(
+                f"asset '{asset.to_user_string()}' has no partition '{key}'{did_you_mean(key, every)}; "
+                f"hint: its partitions run from '{every[0]}' to '{every[-1]}'"
+                if every
+                else f"asset '{asset.to_user_string()}' has no partitions yet"
+            )
+    start, end = every.index(first), every.index(last)
+    if start > end:
+        raise BackfillError(f"partition range '{spec}' is reversed; hint: write it as '{last}..{first}'")
+    return every[start : end + 1]
+
+
+def contiguous_chunks(every: Sequence[str], todo: Sequence[str], size: int | None) -> list[list[str]]:
+    """``todo`` cut into runs: contiguous in ``every`` (a gap starts a new run), at most ``size`` each."""
+    position = {k: i for i, k in enumerate(every)}
+    chunks: list[list[str]] = []
+    for key in todo:
+        last = chunks[-1] if chunks else None
+        if last and position[key] == position[last[-1]] + 1 and (size is None or len(last) < size):
+            last.append(key)
+        else:
+            chunks.append([key])
+    return chunks
+
+
+def _done_partitions(
+    instance: dg.DagsterInstance, key: dg.AssetKey, keys: Sequence[str], code_version: str | None
+) -> set[str]:
+    """Partitions whose latest materialization was made by ``code_version``."""
+    latest: dict[str, dg.AssetMaterialization] = {}
+    records_filter = dg.AssetRecordsFilter(asset_key=key, asset_partitions=list(keys))
+    cursor = None
+    while True:  # newest first: the first record seen per partition is its latest
+        result = instance.fetch_materializations(records_filter, limit=1000, cursor=cursor)
+        for record in result.records:
+            materialization = record.asset_materialization
+            if materialization is not None and materialization.partition is not None:
+                latest.setdefault(materialization.partition, materialization)
+        if not result.has_more:
+            break
+        cursor = result.cursor
+    return {p for p, m in latest.items() if (m.tags or {}).get(CODE_VERSION_TAG) == code_version}
+
+
+def _live_partitions(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions_def: dg.PartitionsDefinition
+) -> set[str]:
+    """Partitions of ``key`` targeted by a run that has not finished (queued, starting, started, …)."""
+    live: set[str] = set()
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=NOT_FINISHED_STATUSES)):
+        # a run without an asset selection (an op job) may still write the asset: count it
+        if run.asset_selection is not None and key not in run.asset_selection:
+            continue
+        live.update(_run_partitions(run.tags, partitions_def, instance))
+    return live
+
+
+def _run_partitions(tags: Any, partitions_def: dg.PartitionsDefinition, instance: dg.DagsterInstance) -> list[str]:
+    if PARTITION_TAG in tags:
+        return [tags[PARTITION_TAG]]
+    if RANGE_START_TAG in tags and RANGE_END_TAG in tags:
+        key_range = dg.PartitionKeyRange(tags[RANGE_START_TAG], tags[RANGE_END_TAG])
+        return list(partitions_def.get_partition_keys_in_range(key_range))
+    return []
+
+
+def submit_backfill(
+    context: WorkspaceProcessContext, plan: BackfillPlan, *, logger: logging.Logger = LOGGER
+) -> list[dg.DagsterRun]:
+    """Create and submit the plan's runs to the instance's run coordinator (the queue)."""
+    workspace = context.create_request_context()
+    cache: dict[Any, Any] = {}
+    runs = []
+    for index, planned in enumerate(plan.runs):
+        request = dg.RunRequest(asset_selection=[planned.asset_key], tags=planned.tags)
+        submit = submit_asset_run(None, request, index, context.instance, context, workspace, cache, {}, logger)
+        runs.append(asyncio.run(submit))
+    return runs
+
+
+@contextmanager
+def backfill_lock(instance: dg.DagsterInstance) -> Iterator[None]:
+    """Hold the instance-wide backfill lock (an exclusive ``flock`` under ``$DAGSTER_HOME``)."""
+    path = Path(instance.root_directory) / LOCK_FILE
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, also if the process dies
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def run_backfill(
+    context: WorkspaceProcessContext, target: str, partitions: str, *, rerun: bool = False
+) -> tuple[BackfillPlan, list[dg.DagsterRun]]:
+    """Plan and submit under the backfill lock; returns the plan and the queued runs."""
+    instance = context.instance
+    with backfill_lock(instance):
+        workspace = context.create_request_context()
+        plan = plan_backfill(instance, workspace.asset_graph, target, partitions, rerun=rerun)
+        return plan, submit_backfill(context, plan)
+
+
+def add_backfill_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``backfill`` subcommand to ``datacoolie-dagster``'s subparsers (options as ``tick``)."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "backfill", help="queue runs for the partitions that are not done and not running"
+    )
+    parser.add_argument("target", metavar="ASSET_OR_STAGE", help="asset key (silver/sales/orders) or stage name")
+    parser.add_argument("partitions", metavar="PARTITIONS", help="FIRST..LAST (inclusive), one key, or @all")
+    parser.add_argument("--rerun", action="store_true", help="also queue partitions already done (never live ones)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-w", "--workspace", help="workspace.yaml (default: ./workspace.yaml)")
+    where.add_argument("-m", "--module-name", help="Python module defining the Definitions")
+    where.add_argument("-f", "--python-file", help="Python file defining the Definitions")
+    parser.add_argument("-d", "--working-directory", help="for -m/-f: the directory imports resolve from")
+    parser.add_argument("--instance", help="DAGSTER_HOME (default: $DAGSTER_HOME)")
+    parser.set_defaults(handler=_backfill)
+    return parser
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    from datacoolie_dagster.cli import _load_target  # the tick command's -w/-m/-f/-d resolution
+
+    home = args.instance or os.environ.get("DAGSTER_HOME")
+    if not home:
+        print("datacoolie-dagster backfill: no instance; pass --instance DIR or set DAGSTER_HOME", file=sys.stderr)
+        return 2
+    with (
+        dg.DagsterInstance.from_config(os.fspath(home)) as instance,
+        WorkspaceProcessContext(instance, _load_target(args)) as context,
+    ):
+        try:
+            plan, runs = run_backfill(context, args.target, args.partitions, rerun=args.rerun)
+        except BackfillError as e:
+            print(f"datacoolie-dagster backfill: {e}", file=sys.stderr)
+            return 2
+    for planned, run in zip(plan.runs, runs, strict=True):
+        print(f"queued {run.run_id} {planned.asset_key.to_user_string()} {','.join(planned.partition_keys)}")
+    for key in plan.live:
+        skipped = [*plan.live[key], *([] if args.rerun else plan.done[key])]
+        if skipped:
+            print(f"skipped {key.to_user_string()} {','.join(sorted(set(skipped)))} (done or live)")
+    return 0
