@@ -38,6 +38,7 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
 
 LOGGER = logging.getLogger("datacoolie_dagster.backfill")
 
@@ -258,26 +259,18 @@ def add_backfill_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("target", metavar="ASSET_OR_STAGE", help="asset key (silver/sales/orders) or stage name")
     parser.add_argument("partitions", metavar="PARTITIONS", help="FIRST..LAST (inclusive), one key, or @all")
     parser.add_argument("--rerun", action="store_true", help="also queue partitions already done (never live ones)")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("-w", "--workspace", help="workspace.yaml (default: ./workspace.yaml)")
-    where.add_argument("-m", "--module-name", help="Python module defining the Definitions")
-    where.add_argument("-f", "--python-file", help="Python file defining the Definitions")
-    parser.add_argument("-d", "--working-directory", help="for -m/-f: the directory imports resolve from")
-    parser.add_argument("--instance", help="DAGSTER_HOME (default: $DAGSTER_HOME)")
+    add_location_options(parser)
     parser.set_defaults(handler=_backfill)
     return parser
 
 
 def _backfill(args: argparse.Namespace) -> int:
-    from datacoolie_dagster.cli import _load_target  # the tick command's -w/-m/-f/-d resolution
-
-    home = args.instance or os.environ.get("DAGSTER_HOME")
+    home = instance_home(args, "backfill")
     if not home:
-        print("datacoolie-dagster backfill: no instance; pass --instance DIR or set DAGSTER_HOME", file=sys.stderr)
         return 2
     with (
         dg.DagsterInstance.from_config(os.fspath(home)) as instance,
-        WorkspaceProcessContext(instance, _load_target(args)) as context,
+        WorkspaceProcessContext(instance, load_target(args)) as context,
     ):
         try:
             plan, runs = run_backfill(context, args.target, args.partitions, rerun=args.rerun)

@@ -29,14 +29,15 @@ from dagster._core.remote_representation.external import RemoteSchedule, RemoteS
 from dagster._core.scheduler.instigation import InstigatorType, TickStatus
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import (
-    ModuleTarget,
-    PythonFileTarget,
-    WorkspaceFileTarget,
     WorkspaceLoadTarget,
 )
 from dagster._daemon.sensor import execute_sensor_iteration
 from dagster._scheduler.scheduler import launch_scheduled_runs
 from dagster._utils.error import SerializableErrorInfo
+
+from datacoolie_dagster.backfill import add_backfill_parser
+from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.rebuild import add_rebuild_parser
 
 LOGGER = logging.getLogger("datacoolie_dagster.tick")
 
@@ -52,27 +53,17 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="datacoolie-dagster", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     tick = commands.add_parser("tick", help="one pass of the schedules and sensors, then exit")
-    where = tick.add_mutually_exclusive_group()
-    where.add_argument("-w", "--workspace", help="workspace.yaml (default: ./workspace.yaml)")
-    where.add_argument("-m", "--module-name", help="Python module defining the Definitions")
-    where.add_argument("-f", "--python-file", help="Python file defining the Definitions")
-    tick.add_argument("-d", "--working-directory", help="for -m/-f: the directory imports resolve from")
-    tick.add_argument("--instance", help="DAGSTER_HOME (default: $DAGSTER_HOME)")
+    add_location_options(tick)
     tick.set_defaults(handler=_tick)
-    # local imports: both reuse this module's target loading
-    from datacoolie_dagster.backfill import add_backfill_parser
-    from datacoolie_dagster.rebuild import add_rebuild_parser
-
     add_backfill_parser(commands)
     add_rebuild_parser(commands)
     return parser
 
 
 def _tick(args: argparse.Namespace) -> int:
-    target = _load_target(args)
-    home = args.instance or os.environ.get("DAGSTER_HOME")
+    target = load_target(args)
+    home = instance_home(args, "tick")
     if not home:
-        print("datacoolie-dagster tick: no instance; pass --instance DIR or set DAGSTER_HOME", file=sys.stderr)
         return 2
     with dg.DagsterInstance.from_config(os.fspath(home)) as instance:
         failures = tick_once(instance, target)
@@ -131,15 +122,6 @@ def _failed_ticks(instance: dg.DagsterInstance, context: WorkspaceProcessContext
                     error = ticks[0].error.message.strip() if ticks[0].error else "no error recorded"
                     failed.append(f"{kind} '{instigator.name}' failed: {error}")
     return failed
-
-
-def _load_target(args: argparse.Namespace) -> WorkspaceLoadTarget:
-    directory = os.path.abspath(args.working_directory or os.getcwd())
-    if args.module_name:
-        return ModuleTarget(args.module_name, None, directory, None)
-    if args.python_file:
-        return PythonFileTarget(os.path.abspath(args.python_file), None, directory, None)
-    return WorkspaceFileTarget(paths=[os.path.abspath(args.workspace or "workspace.yaml")])
 
 
 if __name__ == "__main__":  # pragma: no cover

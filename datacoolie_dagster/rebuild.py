@@ -33,7 +33,7 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceLoadTarget
 from dagster._grpc.utils import get_loadable_targets
 
-from datacoolie_dagster.cli import _load_target
+from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
 
 LOGGER = logging.getLogger("datacoolie_dagster.rebuild")
 TRIGGER_TAG = "datacoolie/trigger"
@@ -267,12 +267,7 @@ def add_rebuild_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("asset", help="asset key, e.g. bronze/sales/orders")
     parser.add_argument("partition", nargs="?", help="partition key (omit for an unpartitioned asset)")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("-w", "--workspace", help="workspace.yaml (default: ./workspace.yaml)")
-    where.add_argument("-m", "--module-name", help="Python module defining the Definitions")
-    where.add_argument("-f", "--python-file", help="Python file defining the Definitions")
-    parser.add_argument("-d", "--working-directory", help="for -m/-f: the directory imports resolve from")
-    parser.add_argument("--instance", help="DAGSTER_HOME (default: $DAGSTER_HOME)")
+    add_location_options(parser)
     parser.add_argument("--in-process", action="store_true", help="execute here instead of queueing runs")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait per level (queued)")
     parser.set_defaults(handler=_rebuild)
@@ -280,11 +275,10 @@ def add_rebuild_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    home = args.instance or os.environ.get("DAGSTER_HOME")
+    home = instance_home(args, "rebuild")
     if not home:
-        print("datacoolie-dagster rebuild: no instance; pass --instance DIR or set DAGSTER_HOME", file=sys.stderr)
         return 2
-    target = _load_target(args)
+    target = load_target(args)
     key = dg.AssetKey.from_user_string(args.asset)
     with dg.DagsterInstance.from_config(os.fspath(home)) as instance:
         try:

@@ -1,0 +1,42 @@
+"""Options shared by the ``datacoolie-dagster`` commands: which code location, which instance."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from dagster._core.workspace.load_target import (
+    ModuleTarget,
+    PythonFileTarget,
+    WorkspaceFileTarget,
+    WorkspaceLoadTarget,
+)
+
+
+def add_location_options(parser: argparse.ArgumentParser) -> None:
+    """``-w/-m/-f`` (the code location), ``-d`` (its working directory) and ``--instance``."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("-w", "--workspace", help="workspace.yaml (default: ./workspace.yaml)")
+    where.add_argument("-m", "--module-name", help="Python module defining the Definitions")
+    where.add_argument("-f", "--python-file", help="Python file defining the Definitions")
+    parser.add_argument("-d", "--working-directory", help="for -m/-f: the directory imports resolve from")
+    parser.add_argument("--instance", help="DAGSTER_HOME (default: $DAGSTER_HOME)")
+
+
+def load_target(args: argparse.Namespace) -> WorkspaceLoadTarget:
+    """The code location the options name."""
+    directory = os.path.abspath(args.working_directory or os.getcwd())
+    if args.module_name:
+        return ModuleTarget(args.module_name, None, directory, None)
+    if args.python_file:
+        return PythonFileTarget(os.path.abspath(args.python_file), None, directory, None)
+    return WorkspaceFileTarget(paths=[os.path.abspath(args.workspace or "workspace.yaml")])
+
+
+def instance_home(args: argparse.Namespace, command: str) -> str | None:
+    """``--instance`` or ``$DAGSTER_HOME``; prints the fix and returns ``None`` when neither is set."""
+    home = args.instance or os.environ.get("DAGSTER_HOME")
+    if not home:
+        print(f"datacoolie-dagster {command}: no instance; pass --instance DIR or set DAGSTER_HOME", file=sys.stderr)
+    return home
