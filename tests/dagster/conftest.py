@@ -5,17 +5,24 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import dagster as dg
 import polars as pl
+import psycopg2
 import pytest
 
 from datacoolie_core.columns import TRAILING_COLUMNS
 from datacoolie_dagster import build_definitions
+from tests.support.postgres import postgres_url
+
+REPOSITORY = Path(__file__).parents[2]
 
 METADATA = Path(__file__).parents[1] / "fixtures" / "metadata"
 LINEAGE = METADATA / "dagster_lineage.json"
@@ -56,6 +63,59 @@ def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def instance() -> Iterator[dg.DagsterInstance]:
     with dg.DagsterInstance.ephemeral() as ephemeral:
         yield ephemeral
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """One real PostgreSQL server for the Dagster tests (started once, see ``tests.support.postgres``)."""
+    with postgres_url() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_database(postgres_server: str) -> dict[str, str]:
+    """A fresh database on the test server, as the ``DATACOOLIE_PG_*`` variables of ``dagster.postgres.yaml``."""
+    name = f"dagster_{uuid.uuid4().hex[:12]}"
+    admin = psycopg2.connect(postgres_server)
+    try:
+        admin.autocommit = True  # CREATE DATABASE refuses to run inside a transaction
+        admin.cursor().execute(f'CREATE DATABASE "{name}"')
+    finally:
+        admin.close()
+    parsed = urlparse(postgres_server)
+    return {
+        "DATACOOLIE_PG_HOST": parsed.hostname or "127.0.0.1",
+        "DATACOOLIE_PG_PORT": str(parsed.port or 5432),
+        "DATACOOLIE_PG_USER": parsed.username or "postgres",
+        "DATACOOLIE_PG_PASSWORD": parsed.password or "",
+        "DATACOOLIE_PG_DB": name,
+    }
+
+
+@dataclass(frozen=True)
+class InstanceSettings:
+    """The repository's ``dagster.yaml`` for one storage, and the environment it reads."""
+
+    storage: str
+    config: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    def dsn(self) -> str:
+        """libpq connection string of the PostgreSQL database (only for ``storage == "postgres"``)."""
+        e = self.env
+        return (
+            f"host={e['DATACOOLIE_PG_HOST']} port={e['DATACOOLIE_PG_PORT']} user={e['DATACOOLIE_PG_USER']} "
+            f"password={e['DATACOOLIE_PG_PASSWORD']} dbname={e['DATACOOLIE_PG_DB']}"
+        )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def instance_settings(request: pytest.FixtureRequest) -> InstanceSettings:
+    """Each storage a deployment may use: ``dagster.yaml`` (SQLite) and ``dagster.postgres.yaml``."""
+    if request.param == "sqlite":
+        return InstanceSettings("sqlite", REPOSITORY / "dagster.yaml")
+    database: dict[str, str] = request.getfixturevalue("postgres_database")
+    return InstanceSettings("postgres", REPOSITORY / "dagster.postgres.yaml", database)
 
 
 def write_metadata(root: Path, fixture: Path, edit: Edit | None = None) -> Path:

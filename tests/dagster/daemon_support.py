@@ -1,4 +1,9 @@
-"""A real ``dagster-daemon`` over ``tests.dagster.retry_location`` and a given ``dagster.yaml``."""
+"""A real ``dagster-daemon`` over a workspace and a given ``dagster.yaml`` (SQLite or PostgreSQL).
+
+Every daemon test starts its daemon through :func:`prepare` and :func:`running`; the default
+workspace is ``tests.dagster.retry_location``. ``instance_settings`` (a fixture in ``conftest.py``,
+parametrized over ``sqlite`` and ``postgres``) gives the ``dagster.yaml`` and environment to pass.
+"""
 
 from __future__ import annotations
 
@@ -48,12 +53,15 @@ class Daemon:
         assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 
 
-def prepare(root: Path, config: Path, env: Mapping[str, str] | None = None) -> Daemon:
-    """``root/workspace.yaml`` and ``root/dagster_home/dagster.yaml``; storage created once."""
+def prepare(root: Path, config: Path, env: Mapping[str, str] | None = None, workspace: str = WORKSPACE) -> Daemon:
+    """``root/workspace.yaml`` and ``root/dagster_home/dagster.yaml``; storage created once.
+
+    ``root`` is the daemon's working directory (a ``python_file`` workspace entry is relative to it).
+    """
     home = root / "dagster_home"
     home.mkdir(parents=True)
     shutil.copyfile(config, home / "dagster.yaml")
-    (root / "workspace.yaml").write_text(WORKSPACE)
+    (root / "workspace.yaml").write_text(workspace)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DATACOOLIE_", "DAGSTER_"))}
     full = base | {"DAGSTER_HOME": str(home), "DATACOOLIE_TEST_DIR": str(root)} | dict(env or {})
     daemon = Daemon(root, full)
@@ -63,9 +71,12 @@ def prepare(root: Path, config: Path, env: Mapping[str, str] | None = None) -> D
 
 
 @contextmanager
-def running(daemon: Daemon) -> Iterator[Daemon]:
-    """``dagster-daemon run`` in its own process group, killed with its children afterwards."""
-    log = (daemon.root / "daemon.log").open("w")
+def running(daemon: Daemon, *, crash: bool = False) -> Iterator[Daemon]:
+    """``dagster-daemon run`` in its own process group, stopped with its children afterwards.
+
+    ``crash``: stop it with SIGKILL (a crash, not a shutdown) instead of SIGTERM.
+    """
+    log = (daemon.root / "daemon.log").open("a")
     process = subprocess.Popen(
         [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
         cwd=daemon.root, env=dict(daemon.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
@@ -74,7 +85,10 @@ def running(daemon: Daemon) -> Iterator[Daemon]:
         with _environ(daemon.env):
             yield daemon
     finally:
-        if process.poll() is None:
+        if process.poll() is None and crash:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        elif process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)
             try:
                 process.wait(timeout=20)

@@ -3,51 +3,23 @@ for a pipeline whose pool admits one (``max_runs=1``), and the runs are stored i
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlparse
 
 import dagster as dg
 import psycopg2
-import pytest
 
 from datacoolie_dagster.limits import apply_pool_limits, pool_for
 from tests.dagster.cli_support import REPOSITORY
 from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
-from tests.support.postgres import postgres_url as _postgres_url
 
 LIVE = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with _postgres_url() as url:
-        yield url
-
-
-@pytest.fixture
-def database(server: str) -> dict[str, str]:
-    """A fresh database on the test server, as the ``DATACOOLIE_PG_*`` variables."""
-    name = f"dagster_{uuid.uuid4().hex[:12]}"
-    admin = psycopg2.connect(server)
-    try:
-        admin.autocommit = True  # CREATE DATABASE refuses to run inside a transaction
-        admin.cursor().execute(f'CREATE DATABASE "{name}"')
-    finally:
-        admin.close()
-    parsed = urlparse(server)
-    return {
-        "DATACOOLIE_PG_HOST": parsed.hostname or "127.0.0.1",
-        "DATACOOLIE_PG_PORT": str(parsed.port or 5432),
-        "DATACOOLIE_PG_USER": parsed.username or "postgres",
-        "DATACOOLIE_PG_PASSWORD": parsed.password or "",
-        "DATACOOLIE_PG_DB": name,
-    }
-
-
-def test_the_daemon_on_postgres_runs_one_run_of_a_pipeline_at_a_time(tmp_path: Path, database: dict[str, str]) -> None:
+def test_the_daemon_on_postgres_runs_one_run_of_a_pipeline_at_a_time(
+    tmp_path: Path, postgres_database: dict[str, str]
+) -> None:
+    database = postgres_database
     daemon = prepare(tmp_path, REPOSITORY / "dagster.postgres.yaml", database)
     with running(daemon), daemon.instance() as instance:
         apply_pool_limits(instance, {pool_for("p"): 1})  # max_runs=1 for pipeline "p"
