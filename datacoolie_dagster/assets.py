@@ -22,7 +22,13 @@ from datacoolie_dagster.checks import check_results, check_specs
 from datacoolie_dagster.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.results import materialization_metadata
-from datacoolie_dagster.tables import DestinationTable, destination_tables, lineage_levels, writer_rounds
+from datacoolie_dagster.tables import (
+    DestinationTable,
+    destination_tables,
+    identifier,
+    lineage_levels,
+    writer_rounds,
+)
 from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 RESOURCE_KEY = "datacoolie"
@@ -65,18 +71,28 @@ def build_table_assets(
     return assets, list(sources.values())
 
 
-def build_multi_assets(assets: Sequence[TableAsset], *, name_prefix: str = "datacoolie") -> list[dg.AssetsDefinition]:
-    """One ``multi_asset(can_subset=True)`` per partitioning (mixing partitions fails at execution)."""
-    groups: dict[object, list[TableAsset]] = {}
+def build_multi_assets(
+    assets: Sequence[TableAsset], *, name_prefix: str = "datacoolie", pools: Mapping[str, str] | None = None
+) -> list[dg.AssetsDefinition]:
+    """One ``multi_asset(can_subset=True)`` per partitioning (mixing partitions fails at execution).
+
+    ``pools`` (``{stage: pool}``): the tables of these stages go to ops of their own,
+    ``<prefix>_<stage>_…``, that declare the stage's pool (see :mod:`datacoolie_dagster.limits`).
+    """
+    pools = pools or {}
+    groups: dict[tuple[str | None, object], list[TableAsset]] = {}
     for asset in assets:
-        groups.setdefault(asset.partitioning.group_key if asset.partitioning else None, []).append(asset)
-    return [
-        _multi_asset(members, name=f"{name_prefix}_{'tables' if key is None else f'partitioned_{index}'}")
-        for index, (key, members) in enumerate(groups.items())
-    ]
+        stage = asset.table.first.stage if asset.table.first.stage in pools else None
+        groups.setdefault((stage, asset.partitioning.group_key if asset.partitioning else None), []).append(asset)
+    built = []
+    for index, ((stage, key), members) in enumerate(groups.items()):
+        prefix = name_prefix if stage is None else f"{name_prefix}_{identifier(stage)}"
+        name = f"{prefix}_{'tables' if key is None else f'partitioned_{index}'}"
+        built.append(_multi_asset(members, name=name, pool=pools[stage] if stage is not None else None))
+    return built
 
 
-def _multi_asset(members: list[TableAsset], *, name: str) -> dg.AssetsDefinition:
+def _multi_asset(members: list[TableAsset], *, name: str, pool: str | None) -> dg.AssetsDefinition:
     partitioning = members[0].partitioning
     by_key = {m.spec.key: m for m in members}
 
@@ -88,6 +104,7 @@ def _multi_asset(members: list[TableAsset], *, name: str) -> dg.AssetsDefinition
         partitions_def=partitioning.partitions_def if partitioning else None,
         backfill_policy=partitioning.backfill_policy if partitioning else None,
         required_resource_keys={RESOURCE_KEY},
+        pool=pool,
     )
     def _assets(
         context: dg.AssetExecutionContext,

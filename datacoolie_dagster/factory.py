@@ -11,6 +11,7 @@ import dagster as dg
 from datacoolie_core import FileProvider
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset, build_multi_assets, build_table_assets
 from datacoolie_dagster.jobs import build_jobs
+from datacoolie_dagster.limits import build_limits_sensor, pool_for, stage_limits
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.retries import build_retry_sensor
 from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
@@ -38,6 +39,7 @@ def build_definitions(
     sensor_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     run_retries: int = 3,
     retry_base_delay: float = 60.0,
+    max_runs: int | Mapping[str, int] | None = None,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -60,6 +62,9 @@ def build_definitions(
         run_retries, retry_base_delay: failed automated runs (sensed, scheduled, backfilled) are
             relaunched by ``datacoolie_retry_sensor`` after ``retry_base_delay`` s doubling per retry,
             plus up to 10 % jitter, up to ``run_retries`` times; manual runs never are (0 disables).
+        max_runs: at most this many live runs per stage (an int for every stage, or ``{stage: n}``);
+            a stage's dataflows may set ``configure.dagster.max_runs`` instead (a mapping wins, an
+            int is the default). Runs over the limit wait in the queue (see :mod:`.limits`).
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -78,15 +83,19 @@ def build_definitions(
     assets, sources = build_table_assets(dataflows, translator or DataCoolieTranslator())
     assets = [TableAsset(a.table, with_automation(a.spec, a.table), a.partitioning) for a in assets]
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
+    limits = stage_limits(dataflows, max_runs)
+    pools = {stage: pool_for(stage) for stage in limits}
     jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = list(
-        build_jobs(stage_names, assets) if include_jobs else []
+        build_jobs(stage_names, assets, pools) if include_jobs else []
     )
     by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
     timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
-    sensors: list[dg.SensorDefinition] = []
+    sensors: list[dg.SensorDefinition] = (
+        [build_limits_sensor({pools[s]: n for s, n in limits.items()})] if limits else []
+    )
     if include_sensors:
         interval, status = sensor_interval_seconds, sensor_status
-        sensors = [
+        sensors += [
             *build_source_sensors(assets, minimum_interval_seconds=interval, default_status=status),
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
         ]
@@ -100,7 +109,7 @@ def build_definitions(
         )
         jobs = [*jobs, assets_job]
     return dg.Definitions(
-        assets=[*build_multi_assets(assets), *sources],
+        assets=[*build_multi_assets(assets, pools=pools), *sources],
         jobs=jobs,
         schedules=[s for s in timed if isinstance(s, dg.ScheduleDefinition)],
         sensors=[*(s for s in timed if isinstance(s, dg.SensorDefinition)), *sensors],

@@ -30,9 +30,11 @@ from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.results import materialization_metadata
-from datacoolie_dagster.tables import DestinationTable, lineage_levels, writer_rounds
+from datacoolie_dagster.tables import DestinationTable, identifier, lineage_levels, writer_rounds
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
+PLAN_OP = "datacoolie_shards"
+RUN_SHARD_OP = "datacoolie_run_shard"
 MAINTENANCE_JOB = "datacoolie_maintenance"
 
 
@@ -76,15 +78,28 @@ class MaintenanceConfig(dg.Config):
     job_index: int = 0
 
 
-def build_jobs(stages: list[str], assets: list[TableAsset]) -> list[dg.JobDefinition]:
-    """A sharded driver job per stage, one for all stages, and the maintenance job."""
+def build_jobs(
+    stages: list[str], assets: list[TableAsset], pools: Mapping[str, str] | None = None
+) -> list[dg.JobDefinition]:
+    """A sharded driver job per stage, one for all stages, and the maintenance job.
+
+    ``pools`` (``{stage: pool}``): the shard op of these stages declares the stage's pool, so a run
+    of the stage (or of every stage) waits in the queue while the pool is full.
+    """
     keys = {dataflow_id: a for a in assets for dataflow_id in a.table.dataflow_ids}
-    plan, run_shard = _shard_ops(keys)
+    plan = _plan_op()
+    pools = pools or {}
+    unpooled = _run_shard_op(keys, RUN_SHARD_OP, None)
+    shard_ops: dict[str | None, dg.OpDefinition] = {
+        stage: _run_shard_op(keys, f"{RUN_SHARD_OP}_{identifier(stage)}", pools[stage]) if stage in pools else unpooled
+        for stage in stages
+    }
+    shard_ops[None] = unpooled
     jobs = [
-        _stage_job(f"datacoolie_{_identifier(stage)}", [Step(_identifier(stage), stage)], plan, run_shard)
+        _stage_job(f"datacoolie_{identifier(stage)}", [Step(identifier(stage), stage)], plan, shard_ops)
         for stage in stages
     ]
-    jobs.append(_stage_job(ALL_STAGES_JOB, all_stages_steps(stages, assets), plan, run_shard))
+    jobs.append(_stage_job(ALL_STAGES_JOB, all_stages_steps(stages, assets), plan, shard_ops))
     jobs.append(_maintenance_job())
     return jobs
 
@@ -99,20 +114,19 @@ def all_stages_steps(stages: list[str], assets: list[TableAsset]) -> list[Step]:
         waiting = [s for s in stages if s not in ordered]
         ready = [s for s in waiting if not (reads[s] - {s}) & set(waiting)] or waiting[:1]  # a cycle: as listed
         ordered.extend(ready)
-    steps = [Step(_identifier(stage), stage) for stage in ordered]
+    steps = [Step(identifier(stage), stage) for stage in ordered]
     unstaged = tuple(
         i for a in assets for d, i in zip(a.table.dataflows, a.table.dataflow_ids, strict=True) if not d.stage
     )
     return [*steps, Step("unstaged", None, unstaged)] if unstaged else steps
 
 
-def _stage_job(name: str, steps: list[Step], plan: dg.OpDefinition, run_shard: dg.OpDefinition) -> dg.JobDefinition:
+def _stage_job(
+    name: str, steps: list[Step], plan: dg.OpDefinition, shard_ops: Mapping[str | None, dg.OpDefinition]
+) -> dg.JobDefinition:
     """``plan -> run_shard`` fan-out per step; each step waits for every shard of the previous one."""
     single = len(steps) == 1
-    names = [
-        (plan.name, run_shard.name) if single else (f"{plan.name}_{s.name}", f"{run_shard.name}_{s.name}")
-        for s in steps
-    ]
+    names = [(PLAN_OP, RUN_SHARD_OP) if single else (f"{PLAN_OP}_{s.name}", f"{RUN_SHARD_OP}_{s.name}") for s in steps]
 
     def to_ops(values: Mapping[str, Any]) -> dict[str, Any]:
         # a ConfigMapping hands its function a plain dict (unlike an op's Config parameter)
@@ -135,9 +149,9 @@ def _stage_job(name: str, steps: list[Step], plan: dg.OpDefinition, run_shard: d
     )
     def _job() -> None:
         done = None
-        for plan_name, run_name in names:
+        for (plan_name, run_name), step in zip(names, steps, strict=True):
             shards = plan.alias(plan_name)(done) if done is not None else plan.alias(plan_name)()
-            done = shards.map(run_shard.alias(run_name)).collect()
+            done = shards.map(shard_ops[step.stage].alias(run_name)).collect()
 
     return _job
 
@@ -146,8 +160,8 @@ def _list(ids: tuple[str, ...] | None) -> list[str] | None:
     return list(ids) if ids is not None else None
 
 
-def _shard_ops(assets_by_dataflow: Mapping[str, TableAsset]) -> tuple[dg.OpDefinition, dg.OpDefinition]:
-    @dg.op(name="datacoolie_shards", ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dict))
+def _plan_op() -> dg.OpDefinition:
+    @dg.op(name=PLAN_OP, ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dict))
     def plan(context: dg.OpExecutionContext, config: ShardOpConfig) -> Iterator[dg.DynamicOutput[dict[str, Any]]]:
         if config.job_num < 1 or (config.job_index is not None and not 0 <= config.job_index < config.job_num):
             raise dg.Failure(f"job_index must be in 0..{config.job_num - 1} (job_num {config.job_num})")
@@ -155,7 +169,18 @@ def _shard_ops(assets_by_dataflow: Mapping[str, TableAsset]) -> tuple[dg.OpDefin
         for index in indexes:
             yield dg.DynamicOutput(config.model_dump() | {"job_index": index}, mapping_key=f"shard_{index}")
 
-    @dg.op(name="datacoolie_run_shard", required_resource_keys={RESOURCE_KEY}, out=dg.Out(dg.Nothing))
+    return plan
+
+
+def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool: str | None) -> dg.OpDefinition:
+    """The op running one shard; a pooled stage has its own copy (its own name) declaring its pool."""
+
+    @dg.op(
+        name=name,
+        required_resource_keys={RESOURCE_KEY},
+        out=dg.Out(dg.Nothing),
+        pool=pool,
+    )
     def run_shard(context: dg.OpExecutionContext, shard: dict[str, Any]) -> Iterator[dg.AssetMaterialization]:
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
@@ -174,7 +199,7 @@ def _shard_ops(assets_by_dataflow: Mapping[str, TableAsset]) -> tuple[dg.OpDefin
         )
         _raise_failures(runtimes)
 
-    return plan, run_shard
+    return run_shard
 
 
 def _run_in_lineage_order(
@@ -254,7 +279,3 @@ def _maintenance_job() -> dg.JobDefinition:
         maintain()
 
     return _job
-
-
-def _identifier(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)

@@ -1,18 +1,21 @@
-"""At most ``max_runs`` live runs per pipeline: a Dagster pool per pipeline, dequeued per run.
+"""At most ``max_runs`` live runs per pipeline (a stage): a Dagster pool per stage, counted per run.
 
-Every op of a pipeline (its multi_assets, its stage job's ops) declares ``pool=pool_for(pipeline)``.
-With ``concurrency.pools.granularity: run`` in ``dagster.yaml`` the queued run coordinator dequeues a
-run only when each pool it uses has a free slot, so a run over the limit waits in QUEUED — it is
-never dropped. The pool's limit is ``max_runs`` (factory argument, or ``configure.dagster.max_runs``
-of the pipeline's dataflows, the smallest wins); :func:`apply_pool_limits` writes them to the
-instance (the same as ``dagster instance concurrency set <pool> <limit>``). Pools without a limit get
-``concurrency.pools.default_limit`` (1 in our ``dagster.yaml``).
+A stage with a limit — ``build_definitions(max_runs=…)`` or ``configure.dagster.max_runs`` on its
+dataflows — gets the pool ``datacoolie/<stage>``. Every op that writes the stage's tables declares
+it: the stage job's shard op and the stage's own asset ops (its tables leave the shared
+``datacoolie_tables`` op for ``datacoolie_<stage>_tables``). With ``concurrency.pools.granularity:
+run`` in ``dagster.yaml`` the queued run coordinator dequeues a run only when every pool it uses
+has a free slot, so a run over the limit waits in QUEUED — it is never dropped.
 
-One writer per destination table follows for tables written by one pipeline: its runs hold the
-pipeline's pool, so with ``max_runs: 1`` two runs never write a table at once. Pools are preferred to
-run tags because runs started from the UI (asset materializations) carry no custom tags;
-:func:`run_tags_for` gives the ``datacoolie/pipeline`` tag for the tag-limit alternative
-(``concurrency.runs.tag_concurrency_limits`` with ``applyLimitPerUniqueValue``).
+The limits live in the instance (``dagster instance concurrency set``). The
+:data:`LIMITS_SENSOR` sensor, running by default, writes the metadata's limits there on each
+evaluation (the metadata is the source of truth: a limit changed in the UI is set back), and
+``datacoolie-dagster tick`` runs it too. Until it first ran, ``concurrency.pools.default_limit: 1``
+in our ``dagster.yaml`` holds every pool to one run: a missing sync errs on the strict side.
+
+Stages without a limit declare no pool, so their shards and sensed runs run side by side. One writer
+per destination table across runs: runs of one limited stage hold its pool, so ``max_runs: 1``
+serializes them; beyond that, the engine itself takes a per-table lock around each write.
 """
 
 from __future__ import annotations
@@ -22,52 +25,104 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
+from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import CONFIGURE_KEY
 from datacoolie_dagster.partitions import dagster_config
 
 POOL_PREFIX = "datacoolie/"
-PIPELINE_TAG = "datacoolie/pipeline"
+LIMITS_SENSOR = "datacoolie_pool_limits"
+_PATH = f"configure.{CONFIGURE_KEY}.max_runs"
 
 
-def pool_for(pipeline: str) -> str:
-    """The pool every op of ``pipeline`` declares: ``datacoolie/<pipeline>``."""
-    return f"{POOL_PREFIX}{pipeline}"
+def pool_for(stage: str) -> str:
+    """The pool every writing op of ``stage`` declares: ``datacoolie/<stage>``."""
+    return f"{POOL_PREFIX}{stage}"
 
 
-def run_tags_for(pipeline: str) -> dict[str, str]:
-    """Run tags naming the pipeline, for ``tag_concurrency_limits`` on ``datacoolie/pipeline``."""
-    return {PIPELINE_TAG: pipeline}
+def stage_limits(dataflows: Iterable[DataFlow], max_runs: int | Mapping[str, int] | None = None) -> dict[str, int]:
+    """``{stage: max_runs}`` for every stage that has a limit.
+
+    A stage's limit is, in order: ``max_runs[stage]`` (a mapping from the factory), the smallest
+    ``configure.dagster.max_runs`` of its dataflows, ``max_runs`` (an int from the factory: every
+    stage's default). Stages without any have no limit.
+
+    Raises:
+        MetadataError: a limit that is not a positive integer, or one for a stage that does not exist.
+    """
+    by_stage: dict[str, list[DataFlow]] = {}
+    for dataflow in dataflows:
+        if dataflow.stage:
+            by_stage.setdefault(str(dataflow.stage), []).append(dataflow)
+    overrides = dict(max_runs) if isinstance(max_runs, Mapping) else {}
+    default = None if isinstance(max_runs, Mapping) else max_runs
+    issues = [
+        MetadataIssue("max_runs", f"no stage '{stage}'{did_you_mean(stage, by_stage)}", subject="build_definitions")
+        for stage in overrides
+        if stage not in by_stage
+    ]
+    for stage, value in [*overrides.items(), *([("*", default)] if default is not None else [])]:
+        if not _positive(value):
+            issues.append(MetadataIssue("max_runs", f"must be a positive integer, got {value!r}", subject=stage))
+    if issues:
+        raise MetadataError(issues)
+    limits = {stage: overrides.get(stage) or max_runs_of(flows, default) for stage, flows in by_stage.items()}
+    return {stage: limit for stage, limit in limits.items() if limit is not None}
 
 
 def max_runs_of(dataflows: Iterable[DataFlow], default: int | None = None) -> int | None:
     """The smallest ``configure.dagster.max_runs`` of ``dataflows``, else ``default``.
 
     Raises:
-        MetadataError: a ``max_runs`` that is not a positive integer, naming the dataflow.
+        MetadataError: a ``max_runs`` that is not a positive integer, naming every such dataflow.
     """
     found: list[int] = []
+    issues: list[MetadataIssue] = []
     for dataflow in dataflows:
-        value = getattr(dagster_config(dataflow), "max_runs", None)  # an extra key of DagsterConfig
+        value = (dagster_config(dataflow).model_extra or {}).get("max_runs")
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            issue = MetadataIssue(
-                f"configure.{CONFIGURE_KEY}.max_runs",
-                f"must be a positive integer, got {value!r}",
-                subject=f"dataflow '{dataflow.name}'",
-            )
-            raise MetadataError([issue])
-        found.append(value)
+        if not _positive(value):
+            message = f"must be a positive integer, got {value!r}"
+            issues.append(MetadataIssue(_PATH, message, subject=f"dataflow '{dataflow.name}'"))
+        else:
+            found.append(value)
+    if issues:
+        raise MetadataError(issues)
     return min(found, default=default)
 
 
-def pool_limits(pipelines: Mapping[str, Iterable[DataFlow]], *, max_runs: int | None = None) -> dict[str, int]:
-    """``{pool: limit}`` for every pipeline that has a limit (its metadata's, else ``max_runs``)."""
-    limits = {pool_for(name): max_runs_of(flows, max_runs) for name, flows in pipelines.items()}
-    return {pool: limit for pool, limit in limits.items() if limit is not None}
+def build_limits_sensor(limits: Mapping[str, int], *, minimum_interval_seconds: int = 60) -> dg.SensorDefinition:
+    """:data:`LIMITS_SENSOR`: stores ``{pool: limit}`` in the instance; requests no runs."""
+    wanted = dict(sorted(limits.items()))
+
+    @dg.sensor(
+        name=LIMITS_SENSOR,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Keeps each stage pool's limit (max_runs from the metadata) in the instance.",
+    )
+    def _limits(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        changed = apply_pool_limits(context.instance, wanted)
+        for pool in changed:
+            context.log.info(f"pool {pool}: limit set to {wanted[pool]}")
+        return dg.SkipReason(", ".join(f"{pool}={limit}" for pool, limit in wanted.items()) + " (in sync)")
+
+    return _limits
 
 
-def apply_pool_limits(instance: dg.DagsterInstance, limits: Mapping[str, int]) -> None:
-    """Store each pool's limit in the instance (idempotent; ``dagster instance concurrency set``)."""
+def apply_pool_limits(instance: dg.DagsterInstance, limits: Mapping[str, int]) -> list[str]:
+    """Store each pool's limit in the instance where it differs; the pools that changed.
+
+    The same as ``dagster instance concurrency set <pool> <limit>``; idempotent.
+    """
+    changed = []
     for pool, limit in limits.items():
-        instance.event_log_storage.set_concurrency_slots(pool, limit)
+        info = instance.event_log_storage.get_concurrency_info(pool)
+        if info.using_default_limit or info.limit != limit:
+            instance.event_log_storage.set_concurrency_slots(pool, limit)
+            changed.append(pool)
+    return changed
+
+
+def _positive(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1

@@ -171,3 +171,8 @@ def _order(dataflow: DataFlow) -> tuple[int, int, str]:
 
 def _norm(path: str | None) -> str:
     return normalize_path(path or "").rstrip("/").lower()
+
+
+def identifier(name: str) -> str:
+    """``name`` with every character a Python identifier cannot hold replaced by ``_`` (op names)."""
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import threading
@@ -199,6 +200,15 @@ class FileProvider:
     def watermark_lock(self, dataflow_id: str) -> contextlib.AbstractContextManager[None]:
         """Exclusive access to one dataflow's watermark across threads and processes."""
         return self._store.lock(self.watermark_folder(dataflow_id))
+
+    def destination_lock(self, destination_key: str) -> contextlib.AbstractContextManager[None]:
+        """Exclusive access to one destination table across threads and processes (one writer).
+
+        The lock lives beside the watermarks (``<watermarks>/.locks/writer-<sha256>.lock``), so every
+        process sharing the state root — runs of several Dagster run workers — takes turns.
+        """
+        digest = hashlib.sha256(destination_key.encode("utf-8")).hexdigest()[:32]
+        return self._store.named_lock(f"writer-{digest}")
 
     # --- lifecycle ------------------------------------------------------------------------
 

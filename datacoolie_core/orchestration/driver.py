@@ -29,6 +29,7 @@ from datacoolie_core.orchestration.distributor import JobDistributor
 from datacoolie_core.orchestration.execution import (
     ChunkObserver,
     ExecutionServices,
+    WriterLocks,
     blocked_record,
     dry_run_check,
     execute_etl,
@@ -324,6 +325,7 @@ class DataCoolieDriver:
             logger=c.execution_logger,
             system_logger=c.system_logger,
             scrubber=self._scrubber,
+            writer_locks=WriterLocks(getattr(c.provider, "destination_lock", None)),
         )
 
     def _require_provider(self) -> Any:

@@ -12,7 +12,8 @@ import logging
 import threading
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,23 +56,30 @@ class ExecutionServices:
 
 
 class WriterLocks:
-    """A lock per ``destination_key``: two dataflows of one run never write one table concurrently.
+    """A lock per ``destination_key``: two writers of one table never run at the same time.
 
     DataCoolie leaves fan-in ordering to the metadata (same group, distinct orders); unordered
     writers of one table would race on its first commit or conflict on merges, so they take turns.
+    Within a run a thread lock does it; ``cross_process`` (the provider's ``destination_lock``) also
+    excludes other processes — two Dagster runs loading one table, or the same dataflow twice, which
+    would read the same watermark and append the same rows twice.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cross_process: Callable[[str], AbstractContextManager[None]] | None = None) -> None:
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
+        self._cross_process = cross_process
 
-    def hold(self, dataflow: DataFlow) -> threading.Lock:
+    @contextmanager
+    def hold(self, dataflow: DataFlow) -> Iterator[None]:
         try:
             key = dataflow.destination.destination_key
         except ValueError:
             key = f"dataflow:{dataflow.dataflow_id}"
         with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock, self._cross_process(key) if self._cross_process is not None else nullcontext():
+            yield
 
 
 def inactive_reason(dataflow: DataFlow) -> str | None:

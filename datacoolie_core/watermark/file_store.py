@@ -26,6 +26,8 @@ except ImportError:  # pragma: no cover - non-POSIX
 
 WATERMARK_FILE_NAME = "watermark_value.json"
 LOCK_FILE_NAME = ".watermark.lock"
+LOCKS_FOLDER = ".locks"
+"""Named locks (:meth:`FileWatermarkStore.named_lock`); a dot name no dataflow folder can take."""
 
 # flock() only excludes other open file descriptions; the per-path thread lock makes the
 # exclusion explicit inside one process and avoids piling threads onto the kernel lock.
@@ -110,6 +112,18 @@ class FileWatermarkStore:
         if fcntl is None:  # pragma: no cover - non-POSIX
             raise WatermarkError("Cross-process watermark locking needs fcntl.flock (POSIX only)")
         with _thread_lock(str(path.resolve())), _flock(path.parent / LOCK_FILE_NAME):
+            yield
+
+    @contextlib.contextmanager
+    def named_lock(self, name: str) -> Iterator[None]:
+        """Hold the lock ``<root>/.locks/<name>.lock`` across threads and processes (not re-entrant).
+
+        For exclusions wider than one watermark, e.g. one writer per destination table.
+        """
+        path = self.root / LOCKS_FOLDER / f"{_check_folder(name)}.lock"
+        if fcntl is None:  # pragma: no cover - non-POSIX
+            raise WatermarkError("Cross-process locking needs fcntl.flock (POSIX only)")
+        with _thread_lock(str(path.resolve())), _flock(path):
             yield
 
 
