@@ -96,7 +96,7 @@ def build_jobs(
     }
     shard_ops[None] = unpooled
     jobs = [
-        _stage_job(f"datacoolie_{identifier(stage)}", [Step(identifier(stage), stage)], plan, shard_ops)
+        _stage_job(f"datacoolie_{identifier(stage)}", [Step(identifier(stage), stage)], plan, shard_ops, stage=stage)
         for stage in stages
     ]
     jobs.append(_stage_job(ALL_STAGES_JOB, all_stages_steps(stages, assets), plan, shard_ops))
@@ -122,10 +122,18 @@ def all_stages_steps(stages: list[str], assets: list[TableAsset]) -> list[Step]:
 
 
 def _stage_job(
-    name: str, steps: list[Step], plan: dg.OpDefinition, shard_ops: Mapping[str | None, dg.OpDefinition]
+    name: str,
+    steps: list[Step],
+    plan: dg.OpDefinition,
+    shard_ops: Mapping[str | None, dg.OpDefinition],
+    *,
+    stage: str | None = None,
 ) -> dg.JobDefinition:
-    """``plan -> run_shard`` fan-out per step; each step waits for every shard of the previous one."""
-    single = len(steps) == 1
+    """``plan -> run_shard`` fan-out per step; each step waits for every shard of the previous one.
+
+    ``stage``: the job of that one stage (tagged with it); otherwise a job of every stage (``*``).
+    """
+    single = stage is not None
     names = [(PLAN_OP, RUN_SHARD_OP) if single else (f"{PLAN_OP}_{s.name}", f"{RUN_SHARD_OP}_{s.name}") for s in steps]
 
     def to_ops(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -138,7 +146,6 @@ def _stage_job(
             }
         }
 
-    stage = steps[0].stage if single else None
     about = f"Run stage '{stage}' with the sharded parallel driver." if stage else "Run every stage in lineage order."
 
     @dg.job(

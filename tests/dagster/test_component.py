@@ -23,6 +23,8 @@ def test_component_builds_the_same_definitions_as_the_factory() -> None:
                     "metadata_path": "metadata.json",
                     "stages": ["bronze2silver"],
                     "state_base_path": "state",
+                    "schedules": {"bronze2silver": {"cron": "0 * * * *", "catchup": True}},
+                    "max_runs": {"bronze2silver": 1},
                 },
             },
         )
@@ -31,9 +33,13 @@ def test_component_builds_the_same_definitions_as_the_factory() -> None:
             keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
             jobs = {job.name for job in defs.resolve_all_job_defs()}
             resource = defs.resources["datacoolie"]
+            schedules = {s.name: s.cron_schedule for s in defs.schedules or []}
+            pools = {a.op.pool for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition) and a.is_executable}
     # only bronze2silver is built: the bronze tables it reads are external sources with the same keys
     assert keys == {"silver/sales/orders", "silver/crm/customers", "bronze/sales/orders", "bronze/crm/customers"}
     assert "datacoolie_bronze2silver" in jobs
     assert "datacoolie_landing2bronze" not in jobs
     assert resource.metadata_path == str(folder / "metadata.json")
     assert resource.state_base_path == str(folder / "state")
+    assert schedules == {"datacoolie_bronze2silver_schedule": "0 * * * *"}
+    assert pools == {"datacoolie/bronze2silver"}
