@@ -2,8 +2,10 @@
 
 A partition is *done* when its latest materialization carries the asset's current code version
 (``dagster/code_version``), and *live* when a not-finished run (queued … canceling) targets it through
-``dagster/partition`` or ``dagster/asset_partition_range_start/_end``. The command queues runs for
-the partitions that are neither; ``--rerun`` also queues done ones, never live ones.
+``dagster/partition`` or ``dagster/asset_partition_range_start/_end``, or when an unfinished asset
+backfill (status ``REQUESTED``, e.g. launched from the UI) targets it and has not yet materialized it or
+marked it failed. The command queues runs for the partitions that are neither; ``--rerun`` also queues
+done ones, never live ones.
 
 Decision: we create the runs ourselves (one per ``max_partitions_per_run`` contiguous keys of the
 asset's ``BackfillPolicy``; one run for everything with a single-run policy) and submit them to the
@@ -11,9 +13,11 @@ instance's run queue, instead of an asset backfill. Runs are visible as QUEUED t
 returns, so the live check of the next invocation is a plain run query; a requested asset backfill
 has no runs until the backfill daemon gets to it and would escape that check.
 
-Two invocations never queue a partition twice: planning and submitting happen under an exclusive
-``fcntl.flock`` on ``$DAGSTER_HOME/datacoolie-backfill.lock``, and the second one then sees the
-first one's runs as live.
+Two invocations never queue a partition twice: planning and submitting happen under one lock, and the
+second one then sees the first one's runs as live. With PostgreSQL run storage the lock is a
+session-level advisory lock in that database (``pg_advisory_lock(ADVISORY_LOCK_KEY)``), so it also
+excludes invocations on other hosts or with another ``$DAGSTER_HOME`` that share the database; with any
+other storage it is an exclusive ``fcntl.flock`` on ``$DAGSTER_HOME/datacoolie-backfill.lock``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fcntl
+import hashlib
 import logging
 import os
 import sys
@@ -31,10 +36,13 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import sqlalchemy as sa
 from dagster._core.definitions.assets.graph.remote_asset_graph import RemoteWorkspaceAssetGraph
+from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dagster._core.execution.submit_asset_runs import submit_asset_run
 from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
 from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster_postgres import PostgresRunStorage
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
@@ -43,6 +51,10 @@ from datacoolie_dagster.cli_options import add_location_options, instance_home, 
 LOGGER = logging.getLogger("datacoolie_dagster.backfill")
 
 LOCK_FILE = "datacoolie-backfill.lock"
+ADVISORY_LOCK_KEY = int.from_bytes(
+    hashlib.blake2b(b"datacoolie-dagster backfill", digest_size=8).digest(), "big", signed=True
+)
+"""The PostgreSQL advisory lock key of the backfill lock: a stable signed 64-bit value (``bigint``)."""
 ALL = "@all"
 RANGE_SEPARATOR = ".."
 AUTOMATED_TAGS = {"datacoolie/automated": "true", "datacoolie/trigger": "backfill"}
@@ -104,12 +116,14 @@ def plan_backfill(
     runs: list[BackfillRun] = []
     done: dict[dg.AssetKey, tuple[str, ...]] = {}
     live: dict[dg.AssetKey, tuple[str, ...]] = {}
-    for key in resolve_target(asset_graph, target):
+    targets = resolve_target(asset_graph, target)
+    requested = _requested_backfill_partitions(instance, asset_graph, targets)
+    for key in targets:
         node = asset_graph.get(key)
         assert node.partitions_def is not None  # resolve_target keeps partitioned assets only
         keys = select_partitions(node.partitions_def, partitions, asset=key, instance=instance)
         materialized = _done_partitions(instance, key, keys, node.code_version)
-        running = _live_partitions(instance, key, node.partitions_def)
+        running = _live_partitions(instance, key, node.partitions_def) | requested[key]
         done[key] = tuple(k for k in keys if k in materialized)
         live[key] = tuple(k for k in keys if k in running)
         left_out = set(live[key]) if rerun else {*live[key], *done[key]}
@@ -205,6 +219,29 @@ def _live_partitions(
     return live
 
 
+def _requested_backfill_partitions(
+    instance: dg.DagsterInstance, asset_graph: RemoteWorkspaceAssetGraph, keys: Sequence[dg.AssetKey]
+) -> dict[dg.AssetKey, set[str]]:
+    """Per asset, the partitions an unfinished asset backfill still has to materialize.
+
+    A ``REQUESTED`` asset backfill (from the UI, ``instance.add_backfill``, …) may have no runs yet: the
+    backfill daemon creates them tick by tick. What it has materialized or marked failed is no longer
+    its work (done, or failed and missing). Other statuses launch nothing more: ``CANCELING``/``FAILING``
+    only cancel, the rest are final. Job backfills (a partition set, no asset selection) are not read.
+    """
+    pending: dict[dg.AssetKey, set[str]] = {key: set() for key in keys}
+    # BulkActionsFilter / BulkActionStatus / PartitionBackfill are not exported by dagster (pinned 1.13.27)
+    unfinished = instance.get_backfills(filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED]))
+    for backfill in unfinished:
+        if not backfill.is_asset_backfill or not set(backfill.asset_selection or ()) & pending.keys():
+            continue
+        data = backfill.get_asset_backfill_data(asset_graph)
+        subsets = data.get_targeted_partitions_without_materialization_status().partitions_subsets_by_asset_key
+        for key in pending.keys() & subsets.keys():
+            pending[key].update(subsets[key].get_partition_keys())
+    return pending
+
+
 def _run_partitions(tags: Any, partitions_def: dg.PartitionsDefinition, instance: dg.DagsterInstance) -> list[str]:
     if PARTITION_TAG in tags:
         return [tags[PARTITION_TAG]]
@@ -230,8 +267,43 @@ def submit_backfill(
 
 @contextmanager
 def backfill_lock(instance: dg.DagsterInstance) -> Iterator[None]:
-    """Hold the instance-wide backfill lock (an exclusive ``flock`` under ``$DAGSTER_HOME``)."""
-    path = Path(instance.root_directory) / LOCK_FILE
+    """Hold the instance-wide backfill lock; blocks until it is free.
+
+    In the run storage's PostgreSQL database when there is one (every host and ``$DAGSTER_HOME`` on
+    that database shares it), else an exclusive ``flock`` under ``$DAGSTER_HOME``. Either is released
+    on exit, and also if the process dies.
+    """
+    storage = instance.run_storage
+    if isinstance(storage, PostgresRunStorage):
+        with _advisory_lock(storage):
+            yield
+        return
+    with _file_lock(Path(instance.root_directory) / LOCK_FILE):
+        yield
+
+
+@contextmanager
+def _advisory_lock(storage: PostgresRunStorage) -> Iterator[None]:
+    """``pg_advisory_lock(ADVISORY_LOCK_KEY)`` held on a connection of its own for the block.
+
+    A session-level lock: the server drops it with the session, so a killed invocation never leaves it
+    held. ``connect()`` opens an AUTOCOMMIT connection from a ``NullPool`` engine (dagster-postgres
+    0.29.27 for dagster 1.13.27), so closing it ends the session; the explicit unlock also covers a
+    pooled engine (the webserver's).
+    """
+    key = {"key": ADVISORY_LOCK_KEY}
+    with storage.connect() as connection:
+        if not connection.execute(sa.text("SELECT pg_try_advisory_lock(:key)"), key).scalar():
+            LOGGER.info("another backfill holds the lock on the run database; waiting for it")
+            connection.execute(sa.text("SELECT pg_advisory_lock(:key)"), key)
+        try:
+            yield
+        finally:
+            connection.execute(sa.text("SELECT pg_advisory_unlock(:key)"), key)
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released when the handle closes, also if the process dies
         try:
