@@ -80,7 +80,8 @@ def build_definitions(
     provider = FileProvider(metadata_path)
     provider.initialize()
     dataflows = provider.get_dataflows(stage=stages)
-    assets, sources = build_table_assets(dataflows, translator or DataCoolieTranslator())
+    translator = translator or DataCoolieTranslator()
+    assets, sources = build_table_assets(dataflows, translator)
     assets = [TableAsset(a.table, with_automation(a.spec, a.table), a.partitioning) for a in assets]
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
     limits = stage_limits(dataflows, max_runs)
@@ -96,7 +97,9 @@ def build_definitions(
     if include_sensors:
         interval, status = sensor_interval_seconds, sensor_status
         sensors += [
-            *build_source_sensors(assets, minimum_interval_seconds=interval, default_status=status),
+            *build_source_sensors(
+                assets, minimum_interval_seconds=interval, default_status=status, translator=translator
+            ),
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
         ]
     if include_jobs and run_retries:

@@ -58,7 +58,7 @@ def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerp
     fmt = dataflow.source.connection.format or ""
     label = source_label(dataflow.source)
     if fmt == "delta":
-        return {"delta_versions": {_ref_name(ref): _delta_version(ref, label) for ref in refs}}
+        return {"delta_versions": {ref_name(ref): _delta_version(ref, label) for ref in refs}}
     if fmt in EXTENSIONS:
         return _file_fingerprint(dataflow, fmt, label)
     if fmt == "sql":
@@ -75,7 +75,8 @@ def has_data(fingerprint: Fingerprint) -> bool:
     return bool(fingerprint.get("rows"))
 
 
-def _ref_name(ref: SourceRef) -> str:
+def ref_name(ref: SourceRef) -> str:
+    """The key of ``ref`` in a Delta fingerprint's ``delta_versions``."""
     return os.path.normpath(ref.path or "")
 
 

@@ -15,6 +15,10 @@ saved, a daemon restart) is deduplicated by Dagster even without the cursor.
   reason (or the sensor log when other tables are requested) and its table's cursor entry is kept,
   so the change is seen once the source is readable.
 * An unreadable cursor raises :class:`SensorCursorError`: never a silent restart from zero.
+* The catalog sees each change: a source whose fingerprint changed gets an ``AssetObservation`` on
+  its external asset, with the fingerprint as metadata and a data version (the Delta version, else a
+  digest of the fingerprint), so "what did the source look like when this table last loaded" reads
+  off the asset's history, and Dagster's staleness tracking works on it.
 * Not sensed: partitioned tables (their runs need a partition: the schedules own them), tables whose
   sources are all function sources, and tables with a dataflow that sets
   ``configure.dagster.sensor: false`` (a run materializes the whole table, so one opted-out writer
@@ -30,19 +34,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
+from dagster._core.definitions.data_version import DATA_VERSION_TAG  # pinned: dagster 1.13.27
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.errors import DataCoolieError, SourceError
 from datacoolie_dagster.assets import TableAsset
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable
+from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
 from datacoolie_dagster.partitions import dagster_config
 from datacoolie_dagster.tables import DestinationTable, SourceRef, source_refs
+from datacoolie_dagster.translator import DataCoolieTranslator
 
 SOURCE_SENSOR_NAME = "datacoolie_sources"
 AUTOMATION_SENSOR_NAME = "datacoolie_automation"
@@ -77,6 +83,8 @@ class SensedTable:
 
     asset_key: dg.AssetKey
     sources: tuple[tuple[DataFlow, tuple[SourceRef, ...]], ...]
+    source_keys: tuple[tuple[SourceRef, dg.AssetKey], ...] = ()
+    """The external asset of each source ref (observed when its fingerprint changes)."""
 
     @property
     def name(self) -> str:
@@ -91,6 +99,8 @@ class SourceEvaluation:
     cursor: str
     unreadable: list[str] = field(default_factory=list)
     sensed: int = 0
+    observations: list[dg.AssetObservation] = field(default_factory=list)
+    """One per external source whose fingerprint changed."""
 
     def skip_reason(self) -> str:
         if self.unreadable:
@@ -103,14 +113,17 @@ def build_source_sensors(
     *,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    translator: DataCoolieTranslator | None = None,
 ) -> list[dg.SensorDefinition]:
     """One sensor requesting runs of the tables whose external sources got new data ([] if none).
+
+    ``translator`` names the external source assets it observes (the one that built ``assets``).
 
     Example:
         >>> assets, _ = build_table_assets(dataflows, DataCoolieTranslator())
         >>> defs = dg.Definitions(assets=build_multi_assets(assets), sensors=build_source_sensors(assets))
     """
-    sensed = sensed_tables(assets)
+    sensed = sensed_tables(assets, translator or DataCoolieTranslator())
     if not sensed:
         return []
 
@@ -123,17 +136,21 @@ def build_source_sensors(
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         evaluation = evaluate_sources(sensed, context.cursor, sensor_name=SOURCE_SENSOR_NAME)
+        observed = evaluation.observations
         if evaluation.run_request is None:
-            return dg.SensorResult(skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor)
+            return dg.SensorResult(
+                skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor, asset_events=observed
+            )
         if evaluation.unreadable:
             context.log.warning(evaluation.skip_reason())
-        return dg.SensorResult(run_requests=[evaluation.run_request], cursor=evaluation.cursor)
+        return dg.SensorResult(run_requests=[evaluation.run_request], cursor=evaluation.cursor, asset_events=observed)
 
     return [_sensor]
 
 
-def sensed_tables(assets: Sequence[TableAsset]) -> list[SensedTable]:
+def sensed_tables(assets: Sequence[TableAsset], translator: DataCoolieTranslator | None = None) -> list[SensedTable]:
     """The tables the source sensor watches (see the module docstring for what is left out). No I/O."""
+    translator = translator or DataCoolieTranslator()
     sensed = []
     for asset in assets:
         table = asset.table
@@ -142,7 +159,8 @@ def sensed_tables(assets: Sequence[TableAsset]) -> list[SensedTable]:
         external = [(d, tuple(r for r in source_refs(d) if r in table.sources)) for d in table.dataflows]
         watched = tuple((d, refs) for d, refs in external if is_sensable(d, refs))
         if watched:
-            sensed.append(SensedTable(asset.spec.key, watched))
+            keys = tuple((ref, translator.get_source_key(ref)) for _, refs in watched for ref in refs)
+            sensed.append(SensedTable(asset.spec.key, watched, keys))
     return sensed
 
 
@@ -155,6 +173,7 @@ def evaluate_sources(sensed: Sequence[SensedTable], cursor: str | None, *, senso
     previous = parse_cursor(cursor, sensor_name)
     state = {t.name: previous[t.name] for t in sensed if t.name in previous}  # forget unsensed tables
     changed: list[tuple[SensedTable, dict[str, Fingerprint]]] = []
+    observations: dict[dg.AssetKey, dg.AssetObservation] = {}
     unreadable: list[str] = []
     for table in sensed:
         try:
@@ -164,9 +183,11 @@ def evaluate_sources(sensed: Sequence[SensedTable], cursor: str | None, *, senso
             continue
         if fingerprints != previous.get(table.name):
             state[table.name] = fingerprints
+            observations.update((o.asset_key, o) for o in _observations(table, fingerprints))
             if any(has_data(f) for f in fingerprints.values()):
                 changed.append((table, fingerprints))
-    return SourceEvaluation(_run_request(changed), dump_cursor(state), unreadable, len(sensed))
+    run_request = _run_request(changed)
+    return SourceEvaluation(run_request, dump_cursor(state), unreadable, len(sensed), list(observations.values()))
 
 
 def parse_cursor(cursor: str | None, sensor_name: str) -> dict[str, dict[str, Fingerprint]]:
@@ -207,6 +228,24 @@ def _run_request(changed: Sequence[tuple[SensedTable, dict[str, Fingerprint]]]) 
         asset_selection=[table.asset_key for table, _ in changed],
         tags={TRIGGER_TAG: "sensor", AUTOMATED_TAG: "true"},
     )
+
+
+def _observations(table: SensedTable, fingerprints: Mapping[str, Fingerprint]) -> Iterator[dg.AssetObservation]:
+    """What each external source of ``table`` looks like now: its fingerprint and a data version."""
+    keys = dict(table.source_keys)
+    for dataflow, refs in table.sources:
+        fingerprint = fingerprints[str(dataflow.name or dataflow.dataflow_id)]
+        for ref in refs:
+            versions = fingerprint.get("delta_versions")
+            own = {"delta_version": versions[ref_name(ref)]} if versions is not None else fingerprint
+            version = str(own["delta_version"]) if versions is not None else _digest(own)
+            yield dg.AssetObservation(
+                asset_key=keys[ref],
+                metadata={
+                    f"datacoolie/{k}": dg.MetadataValue.json(v) if isinstance(v, dict) else v for k, v in own.items()
+                },
+                tags={DATA_VERSION_TAG: version},
+            )
 
 
 def _digest(fingerprints: Mapping[str, Fingerprint]) -> str:
