@@ -22,6 +22,7 @@ from pathlib import Path
 import dagster as dg
 
 import datacoolie_dagster.definitions as example_location
+from datacoolie_dagster.limits import build_limits_sensor
 from datacoolie_dagster.schedules import ScheduleSettings, build_schedules
 
 JOB = next(j for j in example_location.defs.jobs if j.name == "datacoolie_landing2bronze")
@@ -35,7 +36,10 @@ def landing_once(context):
     return dg.RunRequest(run_key="landing-once")
 
 
-defs = dg.Definitions.merge(example_location.defs, dg.Definitions(schedules=built, sensors=[landing_once]))
+limits = build_limits_sensor({"datacoolie/landing2bronze": 2})
+defs = dg.Definitions.merge(
+    example_location.defs, dg.Definitions(schedules=built, sensors=[landing_once, limits])
+)
 """
 SCHEDULE = "datacoolie_landing2bronze_schedule"
 
@@ -80,6 +84,8 @@ def test_tick_submits_what_is_due_once_and_reports_a_failed_evaluation(
         # tick 1 — the sensor is due; the new schedule only records when it started (as the daemon does)
         assert tick(deployment) == 0
         assert runs(instance) == [("landing-once", "QUEUED")]
+        # the pool limits sensor (running by default) stored max_runs in the instance
+        assert instance.event_log_storage.get_concurrency_info("datacoolie/landing2bronze").slot_count == 2
 
         # tick 2 — the schedule's state is hours old: its latest fire is due; the sensor's key ran already
         rewind_schedule(instance, hours=3)
