@@ -1,20 +1,23 @@
 """A small code location for the retry, limit and PostgreSQL daemon tests.
 
 ``flaky`` fails until it has been attempted ``DATACOOLIE_TEST_FAILURES`` times (attempts are counted
-in a file under ``DATACOOLIE_TEST_DIR``); ``pooled`` holds the pool of pipeline ``p`` for a second;
-``hello`` succeeds. The retry sensor uses ``DATACOOLIE_TEST_BASE_DELAY`` seconds as its base delay.
+in a file under ``DATACOOLIE_TEST_DIR``); ``killed_once`` SIGKILLs its own run worker on the first
+attempt of each chain of retries (keyed by the root run) and succeeds afterwards; ``pooled`` holds
+the pool of pipeline ``p`` for a second; ``hello`` succeeds. The retry sensor uses
+``DATACOOLIE_TEST_BASE_DELAY`` seconds as its base delay.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: Dagster introspects the ops' signatures at load time.
 
 import os
+import signal
 import time
 from pathlib import Path
 
 import dagster as dg
 
 from datacoolie_dagster.limits import pool_for
-from datacoolie_dagster.retries import build_retry_sensor
+from datacoolie_dagster.retries import ROOT_RUN_ID, build_retry_sensor
 
 JITTER = 0.1
 
@@ -28,6 +31,16 @@ def flaky_op() -> None:
         raise dg.Failure("flaky: failing on purpose")
 
 
+@dg.op
+def killed_once_op(context: dg.OpExecutionContext) -> None:
+    """SIGKILL this process (the run worker: the job runs in process) unless the chain already tried."""
+    root = context.run.tags.get(ROOT_RUN_ID, context.run_id)
+    marker = Path(os.environ["DATACOOLIE_TEST_DIR"]) / f"killed-{root}"
+    if not marker.exists():
+        marker.touch()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 @dg.op(pool=pool_for("p"))
 def pooled_op() -> None:
     time.sleep(1.0)
@@ -38,9 +51,15 @@ def hello_op() -> None:
     pass
 
 
-@dg.job
+# In process: one process per run starts faster, and the op's process is the run worker itself.
+@dg.job(executor_def=dg.in_process_executor)
 def flaky() -> None:
     flaky_op()
+
+
+@dg.job(executor_def=dg.in_process_executor)
+def killed_once() -> None:
+    killed_once_op()
 
 
 @dg.job
@@ -54,12 +73,12 @@ def hello() -> None:
 
 
 defs = dg.Definitions(
-    jobs=[flaky, pooled, hello],
+    jobs=[flaky, killed_once, pooled, hello],
     sensors=[
         build_retry_sensor(
             base_delay_seconds=float(os.environ.get("DATACOOLIE_TEST_BASE_DELAY", "1")),
             jitter=JITTER,
-            jobs=[flaky],
+            jobs=[flaky, killed_once],
             minimum_interval_seconds=1,
         )
     ],

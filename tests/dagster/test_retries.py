@@ -1,5 +1,6 @@
 """Retries of failed automated runs: the delay arithmetic, the sensor's decisions against a real
-instance, and a real daemon retrying a run that fails twice after 1 s and 2 s (base 1 s)."""
+instance (also for runs of a real asset backfill), and a real daemon on SQLite and PostgreSQL
+retrying a run that fails twice after 1 s and 2 s (base 1 s) and a SIGKILLed run at once."""
 
 from __future__ import annotations
 
@@ -12,22 +13,27 @@ import dagster as dg
 import pytest
 
 from datacoolie_dagster.retries import (
+    AUTO_RETRY_RUN_ID_TAG,
     AUTOMATED,
+    BACKFILL_TAG,
+    DATACOOLIE_BACKFILL,
     PARENT_RUN_ID,
     RETRY_DECISION,
     RETRY_DELAY,
     RETRY_DUE_AT,
     RETRY_NUMBER,
     ROOT_RUN_ID,
+    SENSOR_NAME,
+    WILL_RETRY_TAG,
     RetryCursor,
     build_retry_sensor,
     is_automated,
     is_process_death,
+    retry_backfill_tags,
     retry_delay,
 )
-from tests.dagster.cli_support import REPOSITORY
-from tests.dagster.conftest import LINEAGE, definitions
-from tests.dagster.daemon_support import prepare, running, wait_until
+from tests.dagster.conftest import LINEAGE, InstanceSettings, definitions
+from tests.dagster.daemon_support import Daemon, prepare, running, wait_until
 
 BASE = 60.0
 
@@ -68,30 +74,54 @@ def test_retry_delay_rejects_negative_inputs() -> None:
 
 @pytest.mark.parametrize(
     ("tags", "automated"),
-    [({AUTOMATED: "true"}, True), ({"dagster/backfill": "abc"}, True), ({}, False), ({AUTOMATED: "false"}, False),
-     ({"dagster/schedule_name": "s"}, False)],
-    ids=["tagged", "backfill", "manual", "tagged-false", "foreign-schedule"],
+    [({AUTOMATED: "true"}, True), ({BACKFILL_TAG: "abc"}, True), ({DATACOOLIE_BACKFILL: "abc"}, True), ({}, False),
+     ({AUTOMATED: "false"}, False), ({"dagster/schedule_name": "s"}, False)],
+    ids=["tagged", "backfill", "left-backfill", "manual", "tagged-false", "foreign-schedule"],
 )  # fmt: skip
 def test_is_automated(tags: dict[str, str], automated: bool) -> None:
     assert is_automated(tags) is automated
 
 
+KILLED = "[DagsterApiServer] Run execution process for r1 was terminated by signal 9 (SIGKILL)."
+"""The code server's report of a SIGKILLed run worker (Dagster 1.13.27, ``get_run_crash_explanation``)."""
+
+
 @pytest.mark.parametrize(
-    ("reason", "died"),
-    [(None, True), ("UNEXPECTED_TERMINATION", True), ("RUN_WORKER_RESTART", True), ("START_TIMEOUT", True),
-     ("STEP_FAILURE", False), ("RUN_EXCEPTION", False), ("JOB_INITIALIZATION_FAILURE", False)],
-    ids=["no-reason-killed-worker", "terminated", "worker-restart", "start-timeout", "step-failure", "run-exception",
-         "init-failure"],
+    ("reason", "messages", "died"),
+    [(None, [KILLED], True), (None, ["Detected run worker status FAILED. Marking run r1 as failed."], True),
+     (None, ["Could not load job definition."], False), (None, [], False),
+     ("UNEXPECTED_TERMINATION", [], True), ("RUN_WORKER_RESTART", [], True), ("START_TIMEOUT", [], True),
+     ("STEP_FAILURE", [KILLED], False), ("RUN_EXCEPTION", [], False), ("JOB_INITIALIZATION_FAILURE", [], False)],
+    ids=["code-server-killed-worker", "monitoring-dead-worker", "job-not-loadable", "no-reason-no-report",
+         "terminated", "worker-restart", "start-timeout", "step-failure", "run-exception", "init-failure"],
 )  # fmt: skip
-def test_is_process_death(reason: str | None, died: bool) -> None:
+def test_is_process_death(reason: str | None, messages: list[str], died: bool) -> None:
     tags = {} if reason is None else {"dagster/failure_reason": reason}
-    assert is_process_death(tags) is died
+    assert is_process_death(tags, messages) is died
 
 
-@pytest.mark.parametrize("cursor", ["not json", '{"due": []}', '{"since": 1, "due": [{"x": 1}]}'], ids=str)
+@pytest.mark.parametrize(
+    ("tags", "status", "expected"),
+    [({}, None, {}),
+     ({BACKFILL_TAG: "b1", "dagster/root_backfill_id": "b0"}, "REQUESTED",
+      {BACKFILL_TAG: "b1", "dagster/root_backfill_id": "b0"}),
+     ({BACKFILL_TAG: "b1"}, "COMPLETED_FAILED", {DATACOOLIE_BACKFILL: "b1"}),
+     ({BACKFILL_TAG: "b1"}, "DELETED", {DATACOOLIE_BACKFILL: "b1"})],
+    ids=["no-backfill", "live-backfill-kept", "finished-backfill-left", "deleted-backfill-left"],
+)  # fmt: skip
+def test_retry_backfill_tags(tags: dict[str, str], status: str | None, expected: dict[str, str]) -> None:
+    assert retry_backfill_tags(tags, status) == expected
+
+
+@pytest.mark.parametrize("cursor", ["not json", '{"due": []}', '{"since": 1, "due": [{"x": 1}]}', "[]"], ids=str)
 def test_an_unreadable_cursor_is_an_error(cursor: str) -> None:
     with pytest.raises(ValueError, match=r"unreadable cursor.*--delete"):
         RetryCursor.loads(cursor, "datacoolie_retry_sensor")
+
+
+def test_a_cursor_without_requested_retries_is_read() -> None:
+    # written before the sensor linked retries to their failed run
+    assert RetryCursor.loads('{"since": 5.0, "due": []}', SENSOR_NAME) == RetryCursor(5.0, [], [])
 
 
 # --- the sensor against a real instance ------------------------------------------------------------
@@ -129,16 +159,20 @@ def _fail_run(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.DagsterR
     return run
 
 
-def _tags(instance: dg.DagsterInstance, run: dg.DagsterRun) -> dict[str, str]:
-    stored = instance.get_run_by_id(run.run_id)
+def _tags(instance: dg.DagsterInstance, run: dg.DagsterRun | str) -> dict[str, str]:
+    stored = instance.get_run_by_id(run if isinstance(run, str) else run.run_id)
     assert stored is not None
     return dict(stored.tags)
 
 
 def _evaluate(
-    sensor: dg.SensorDefinition, instance: dg.DagsterInstance, cursor: str | None
+    sensor: dg.SensorDefinition,
+    instance: dg.DagsterInstance,
+    cursor: str | None,
+    definitions: dg.Definitions | None = None,
 ) -> tuple[list[dg.RunRequest], str | None]:
-    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=dg.Definitions(jobs=[always_fails]))
+    definitions = definitions or dg.Definitions(jobs=[always_fails])
+    context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=definitions)
     result = sensor(context)
     assert isinstance(result, dg.SensorResult)
     return list(result.run_requests or []), result.cursor
@@ -168,6 +202,7 @@ def test_a_failed_automated_run_is_retried_once_when_due(test_instance: dg.Dagst
         AUTOMATED: "true", RETRY_NUMBER: "1", ROOT_RUN_ID: run.run_id, PARENT_RUN_ID: run.run_id, "team": "sales"
     }  # fmt: skip
     assert RETRY_DUE_AT not in requests[0].tags
+    assert WILL_RETRY_TAG not in requests[0].tags
 
     # evaluation 4 — the retry is never requested twice
     clock.now += 3600
@@ -207,13 +242,24 @@ def test_the_budget_stops_retries(test_instance: dg.DagsterInstance) -> None:
 
 
 def test_a_killed_run_worker_is_retried_at_once(test_instance: dg.DagsterInstance) -> None:
-    # the code server reports a killed run worker as a failure without a reason
+    # what the code server records for a killed run worker: its engine event, then a reason-less failure
     run = test_instance.create_run_for_job(always_fails, tags={AUTOMATED: "true", RETRY_NUMBER: "1", ROOT_RUN_ID: "r"})
+    test_instance.report_engine_event(KILLED, run)
     test_instance.report_run_failed(run)
     sensor = build_retry_sensor(base_delay_seconds=BASE, jobs=[always_fails], clock=_Clock(1e12))
     requests, _ = _evaluate(sensor, test_instance, None)
     assert [(r.run_key, r.tags[RETRY_NUMBER]) for r in requests] == [("retry:r:2", "2")]
     assert _tags(test_instance, run)[RETRY_DELAY] == "0.000"
+
+
+def test_a_reasonless_failure_without_a_dead_worker_keeps_the_backoff(test_instance: dg.DagsterInstance) -> None:
+    # e.g. the run queue could not reach the code server: wait, do not hammer it
+    run = test_instance.create_run_for_job(always_fails, tags={AUTOMATED: "true"})
+    test_instance.report_engine_event("Run dequeue failed to reach the user code server", run)
+    test_instance.report_run_failed(run)
+    sensor = build_retry_sensor(base_delay_seconds=BASE, jobs=[always_fails], clock=_Clock(1e12))
+    assert _evaluate(sensor, test_instance, None)[0] == []
+    assert BASE <= float(_tags(test_instance, run)[RETRY_DELAY]) <= BASE * 1.1
 
 
 def test_the_code_location_retries_every_job_and_every_asset_run(tmp_path: Path) -> None:
@@ -225,16 +271,144 @@ def test_the_code_location_retries_every_job_and_every_asset_run(tmp_path: Path)
     assert "datacoolie_assets" in {t.job_name for t in sensor.targets}
 
 
+# --- runs of a real asset backfill -----------------------------------------------------------------
+
+LETTERS = dg.StaticPartitionsDefinition(["a", "b"])
+
+
+@dg.asset(partitions_def=LETTERS)
+def letters(context) -> None:  # unannotated: Dagster rejects a string annotation on `context`
+    """Fails on a first attempt, succeeds on a retry."""
+    if RETRY_NUMBER not in context.run.tags:
+        raise dg.Failure("letters: failing on purpose")
+
+
+LETTERS_JOB = dg.define_asset_job("letters_job", selection=[letters])
+LETTERS_DEFS = dg.Definitions(assets=[letters], jobs=[LETTERS_JOB])
+
+
+def _add_backfill(instance: dg.DagsterInstance, status: str = "REQUESTED") -> str:
+    # Dagster 1.13.27 internals: what the UI's "Materialize" of partition "a" stores for the backfill daemon
+    from dagster._core.execution.backfill import BulkActionStatus, PartitionBackfill
+
+    backfill = PartitionBackfill.from_asset_partitions(
+        backfill_id="bf1", asset_graph=LETTERS_DEFS.resolve_asset_graph(), partition_names=["a"],
+        asset_selection=[letters.key], backfill_timestamp=time.time(), tags={}, dynamic_partitions_store=instance,
+        all_partitions=False, title=None, description=None, run_config=None,
+    )  # fmt: skip
+    instance.add_backfill(backfill.with_status(BulkActionStatus(status)))
+    return backfill.backfill_id
+
+
+def _materialize_letter(instance: dg.DagsterInstance, tags: dict[str, str]) -> dg.DagsterRun:
+    """Partition "a" as a backfill run does it: the implicit asset job with an asset selection."""
+    job = LETTERS_DEFS.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        instance=instance, partition_key="a", asset_selection=[letters.key], tags=tags, raise_on_error=False
+    )
+    run = instance.get_run_by_id(result.run_id)
+    assert run is not None
+    return run
+
+
+def _backfill_waits(instance: dg.DagsterInstance, backfill_id: str) -> bool:
+    """Whether Dagster's asset backfill daemon (1.13.27) still sees runs in progress or awaiting a retry."""
+    import logging
+
+    from dagster._core.execution.asset_backfill import backfill_runs_are_complete
+
+    return not backfill_runs_are_complete(backfill_id, instance, logging.getLogger("test"))
+
+
+def test_a_retry_stays_in_its_live_backfill_which_waits_for_it(test_instance: dg.DagsterInstance) -> None:
+    backfill_id = _add_backfill(test_instance)
+    clock = _Clock(time.time())
+    sensor = build_retry_sensor(base_delay_seconds=BASE, asset_job=LETTERS_JOB, clock=clock)
+    failed = _materialize_letter(test_instance, {BACKFILL_TAG: backfill_id})
+    assert failed.status == dg.DagsterRunStatus.FAILURE
+    assert not _backfill_waits(test_instance, backfill_id)  # Dagster #34204: before the retry is decided
+
+    # evaluation 1 — the retry is decided: the backfill now waits for it instead of completing as failed
+    requests, cursor = _evaluate(sensor, test_instance, None, LETTERS_DEFS)
+    assert requests == []
+    assert _tags(test_instance, failed)[WILL_RETRY_TAG] == "true"
+    assert _backfill_waits(test_instance, backfill_id)
+
+    # evaluation 2 — due: the retry keeps the backfill's tag, so the backfill counts its materialization
+    clock.now += BASE * 1.1
+    requests, cursor = _evaluate(sensor, test_instance, cursor, LETTERS_DEFS)
+    assert [(r.job_name, r.partition_key, r.tags.get(BACKFILL_TAG)) for r in requests] == [
+        ("letters_job", "a", backfill_id)
+    ]
+    retry = _materialize_letter(test_instance, dict(requests[0].tags))  # what the sensor daemon launches
+    assert retry.status == dg.DagsterRunStatus.SUCCESS
+    assert _backfill_waits(test_instance, backfill_id)  # not yet linked to its retry
+
+    # evaluation 3 — the retry is linked to the failed run: the backfill stops waiting, both runs are its own
+    assert _evaluate(sensor, test_instance, cursor, LETTERS_DEFS)[0] == []
+    assert _tags(test_instance, failed)[AUTO_RETRY_RUN_ID_TAG] == retry.run_id
+    assert not _backfill_waits(test_instance, backfill_id)
+    in_backfill = test_instance.get_run_ids(dg.RunsFilter(tags={BACKFILL_TAG: backfill_id}))
+    assert sorted(in_backfill) == sorted([failed.run_id, retry.run_id])
+
+
+@pytest.mark.parametrize("status", ["COMPLETED_FAILED", "DELETED"])
+def test_a_retry_leaves_a_finished_backfill(test_instance: dg.DagsterInstance, status: str) -> None:
+    backfill_id = "deleted" if status == "DELETED" else _add_backfill(test_instance, status)
+    failed = _materialize_letter(test_instance, {BACKFILL_TAG: backfill_id})
+    sensor = build_retry_sensor(base_delay_seconds=0, asset_job=LETTERS_JOB, clock=_Clock(1e12))
+    requests, _ = _evaluate(sensor, test_instance, None, LETTERS_DEFS)
+    assert [(BACKFILL_TAG in r.tags, r.tags.get(DATACOOLIE_BACKFILL), r.tags[PARENT_RUN_ID]) for r in requests] == [
+        (False, backfill_id, failed.run_id)
+    ]
+
+
+@pytest.mark.parametrize("status", ["CANCELED", "CANCELING", "FAILED"])
+def test_a_run_of_a_stopped_backfill_is_not_retried(test_instance: dg.DagsterInstance, status: str) -> None:
+    backfill_id = _add_backfill(test_instance, status)
+    failed = _materialize_letter(test_instance, {BACKFILL_TAG: backfill_id})
+    sensor = build_retry_sensor(base_delay_seconds=BASE, asset_job=LETTERS_JOB, clock=_Clock(1e12))
+    assert _evaluate(sensor, test_instance, None, LETTERS_DEFS)[0] == []
+    tags = _tags(test_instance, failed)
+    assert tags[RETRY_DECISION] == "backfill stopped"  # decided at once, not when the retry would be due
+    assert RETRY_DUE_AT not in tags
+
+
+def test_a_backfill_stopped_while_the_retry_waits_is_not_retried(test_instance: dg.DagsterInstance) -> None:
+    from dagster._core.execution.backfill import BulkActionStatus  # Dagster 1.13.27
+
+    backfill_id = _add_backfill(test_instance)
+    failed = _materialize_letter(test_instance, {BACKFILL_TAG: backfill_id})
+    clock = _Clock(time.time())
+    sensor = build_retry_sensor(base_delay_seconds=BASE, asset_job=LETTERS_JOB, clock=clock)
+    _, cursor = _evaluate(sensor, test_instance, None, LETTERS_DEFS)
+    backfill = test_instance.get_backfill(backfill_id)
+    assert backfill is not None
+    test_instance.update_backfill(backfill.with_status(BulkActionStatus.CANCELED))
+
+    clock.now += BASE * 1.1
+    assert _evaluate(sensor, test_instance, cursor, LETTERS_DEFS)[0] == []
+    assert {k: _tags(test_instance, failed)[k] for k in (RETRY_DECISION, WILL_RETRY_TAG)} == {
+        RETRY_DECISION: "backfill stopped", WILL_RETRY_TAG: "false"
+    }  # fmt: skip
+
+
 # --- a real daemon ---------------------------------------------------------------------------------
 
 
-def test_the_daemon_retries_an_automated_run_after_doubling_delays(tmp_path: Path) -> None:
-    daemon = prepare(tmp_path, REPOSITORY / "dagster.yaml", {"DATACOOLIE_TEST_BASE_DELAY": "1"})
+def _runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
+    return [record.dagster_run for record in instance.get_run_records()]
+
+
+def test_the_daemon_retries_an_automated_run_after_doubling_delays(
+    tmp_path: Path, instance_settings: InstanceSettings
+) -> None:
+    daemon = prepare(tmp_path, instance_settings.config, instance_settings.env | {"DATACOOLIE_TEST_BASE_DELAY": "1"})
     with running(daemon), daemon.instance() as instance:
         daemon.launch("flaky", {AUTOMATED: "true"})
         wait_until(
-            lambda: any(r.status == dg.DagsterRunStatus.SUCCESS for r in instance.get_runs()),
-            55, "the third run to succeed", tmp_path / "daemon.log",
+            lambda: any(r.status == dg.DagsterRunStatus.SUCCESS for r in _runs(instance)),
+            75, "the third run to succeed", tmp_path / "daemon.log",
         )  # fmt: skip
         records = sorted(instance.get_run_records(), key=lambda r: int(r.dagster_run.tags.get(RETRY_NUMBER, "0")))
     runs = [r.dagster_run for r in records]
@@ -250,3 +424,59 @@ def test_the_daemon_retries_an_automated_run_after_doubling_delays(tmp_path: Pat
         # launched once due, and due at least the delay after the parent ended
         assert records[attempt + 1].create_timestamp.timestamp() >= float(parent.tags[RETRY_DUE_AT])
         assert float(parent.tags[RETRY_DUE_AT]) >= (records[attempt].end_time or 0) + 2**attempt
+
+
+def _retry_cursor(instance: dg.DagsterInstance) -> RetryCursor:
+    """The retry sensor's stored cursor (``InstigatorState.instigator_data``, Dagster 1.13.27)."""
+    states = [state for state in instance.all_instigator_state() if state.name == SENSOR_NAME]
+    data = states[0].instigator_data if states else None
+    return RetryCursor.loads(getattr(data, "cursor", None), SENSOR_NAME)
+
+
+def _seen_by_the_sensor(instance: dg.DagsterInstance, run_id: str) -> bool:
+    record = instance.get_run_record_by_id(run_id)
+    assert record is not None
+    return _retry_cursor(instance).since >= record.update_timestamp.timestamp()
+
+
+def _engine_messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    return [entry.message for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)]
+
+
+def _finished(instance: dg.DagsterInstance, daemon: Daemon, count: int, what: str) -> list[dg.DagsterRun]:
+    finished = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE}
+    wait_until(
+        lambda: sum(r.status in finished for r in _runs(instance)) >= count, 45, what, daemon.root / "daemon.log"
+    )
+    return _runs(instance)
+
+
+def test_the_daemon_restarts_a_killed_automated_run_once_and_at_once(
+    tmp_path: Path, instance_settings: InstanceSettings
+) -> None:
+    # a base delay far beyond the wait: only an immediate retry can make the test pass
+    daemon = prepare(tmp_path, instance_settings.config, instance_settings.env | {"DATACOOLIE_TEST_BASE_DELAY": "600"})
+    with running(daemon), daemon.instance() as instance:
+        daemon.launch("killed_once")  # manual: never retried
+        daemon.launch("killed_once", {AUTOMATED: "true"})
+        _finished(instance, daemon, 3, "both killed runs and the automated one's retry")
+        runs = _runs(instance)
+        manual = next(r for r in runs if AUTOMATED not in r.tags)
+        killed = next(r for r in runs if r.tags.get(AUTOMATED) == "true" and PARENT_RUN_ID not in r.tags)
+        wait_until(lambda: _seen_by_the_sensor(instance, manual.run_id), 20, "the sensor to see the manual run")
+        # the evaluation linking the retry to the killed run had every chance to request it twice
+        wait_until(lambda: AUTO_RETRY_RUN_ID_TAG in _tags(instance, killed), 20, "the retry to be linked")
+        runs, killed_tags, manual_tags = _runs(instance), _tags(instance, killed), _tags(instance, manual)
+        messages = _engine_messages(instance, killed.run_id)
+
+    # the code server reports the dead run worker; Dagster records no failure reason for it
+    assert any("terminated by signal 9 (SIGKILL)" in m for m in messages), messages
+    assert "dagster/failure_reason" not in killed_tags
+    retries = [r for r in runs if r.tags.get(PARENT_RUN_ID) == killed.run_id]
+    assert [(r.status, r.tags[RETRY_NUMBER], r.run_id) for r in retries] == [
+        (dg.DagsterRunStatus.SUCCESS, "1", killed_tags[AUTO_RETRY_RUN_ID_TAG])
+    ]
+    assert killed_tags[RETRY_DELAY] == "0.000"
+    assert len(runs) == 3  # the manual run, the killed automated run and its one retry
+    assert manual.status == dg.DagsterRunStatus.FAILURE
+    assert not {RETRY_DUE_AT, WILL_RETRY_TAG, RETRY_DECISION} & manual_tags.keys()
