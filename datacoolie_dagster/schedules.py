@@ -8,9 +8,13 @@ ISO>`` and the ``run_key`` of the same value.
 Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (issue 10335). With
 ``catchup: true`` one sensor, :data:`CATCHUP_SENSOR`, requests one run per earlier missed fire. A
 fire is never run twice: Dagster dedupes a ``run_key`` only per sensor/schedule name, so both the
-schedule and the sensor first look for a run tagged with the fire and skip it if one exists. The
-sensor leaves the newest fire due to the schedule itself (Dagster's own tick store makes that one
-exactly-once) and picks it up one fire later should the schedule not have run it. Our stage jobs
+schedule and the sensor first look for a run tagged with the fire and skip it if one exists, and
+the sensor only requests fires *before the schedule's newest tick* in Dagster's tick store: the
+schedule ticks in order and never returns to an earlier fire, so the two never both make one fire
+(a check-then-create by each would race around a fire boundary). The newest fire is the schedule's
+own (Dagster's tick store makes it exactly-once); should its tick not have run it, the sensor picks
+it up once the next tick exists. Fires are counted from the last one recorded, or from when the
+sensor first saw the schedule. Our stage jobs
 are not partitioned, so no fire ever maps to a partition before the first one; a partitioned job
 would need that check here.
 """
@@ -24,6 +28,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
+from dagster._core.remote_origin import RemoteInstigatorOrigin, RemoteRepositoryOrigin  # pinned: dagster 1.13.27
 from dagster._utils.schedules import cron_string_iterator, is_valid_cron_string  # pinned: dagster 1.13.27
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -140,22 +145,37 @@ def catchup_requests(
     schedules: Mapping[str, tuple[str, ScheduleSettings]],
     cursor: str | None,
     now: datetime,
+    ticked: Mapping[str, datetime | None] | None = None,
 ) -> tuple[list[dg.RunRequest], str]:
     """Run requests for the fires each schedule missed before ``now``, and the new cursor.
 
-    ``schedules`` maps a schedule name to (job name, settings). The cursor is JSON ``{schedule: last
-    handled fire}``; without an entry, the newest run tagged with a fire of the schedule is the start,
-    and without one either nothing is caught up (nothing was ever recorded). The newest fire at or
+    ``schedules`` maps a schedule name to (job name, settings). The cursor is JSON ``{schedule: time
+    up to which fires are handled}``; without an entry, the newest run tagged with a fire of the
+    schedule is the start, and without one either the start is ``now``: fires are counted from when
+    the sensor first saw the schedule, never from before it was registered. The newest fire at or
     before ``now`` is the schedule's own and is left to it.
+
+    ``ticked`` (``{schedule: fire time of its newest tick in Dagster's tick store}``, ``None`` when it
+    never ticked) makes the hand-over race-free: only fires *before* the schedule's newest tick are
+    requested. Dagster's schedule ticks in order and never goes back to an earlier fire, so such a
+    fire is never run by the schedule — even while the schedule is still busy with its newest tick,
+    or when the clock passes the next fire between the two evaluations. The fire of that newest tick
+    is the schedule's, whatever ``now`` says.
     """
     handled = _read_cursor(cursor)
     requests: list[dg.RunRequest] = []
     for name, (job, settings) in schedules.items():
         last = handled.get(name) or _last_recorded_fire(instance, name)
-        fires = _fires_before_latest(settings, last, now)
         if last is None:
-            handled[name] = fires[-1] if fires else now
+            # nothing recorded: a fire before now was due before the schedule was registered (Dagster
+            # counts a new schedule's ticks from when the daemon first sees it, too), so none is missed
+            handled[name] = now
             continue
+        bound = now if ticked is None else ticked.get(name)
+        if bound is None:  # the schedule never ticked: it has not started counting fires either
+            handled[name] = last
+            continue
+        fires = [f for f in _fires_before_latest(settings, last, now) if ticked is None or f < bound]
         handled[name] = last
         for fire in fires[: max(0, MAX_CATCHUP_PER_EVALUATION - len(requests))]:
             request = fire_request(instance, name, job, fire, catchup=True)
@@ -165,15 +185,14 @@ def catchup_requests(
     return requests, json.dumps(cursor_out, sort_keys=True)
 
 
-def _fires_before_latest(settings: ScheduleSettings, last: datetime | None, now: datetime) -> list[datetime]:
-    """Fires in ``(last, latest)`` where ``latest`` is the newest fire at or before ``now``; with no
-    ``last``, just the fire before ``latest``."""
+def _fires_before_latest(settings: ScheduleSettings, last: datetime, now: datetime) -> list[datetime]:
+    """Fires in ``(last, latest)`` where ``latest`` is the newest fire at or before ``now``."""
     descending = cron_string_iterator(now.timestamp(), settings.cron, settings.timezone, ascending=False)
     fires: list[datetime] = []
     for fire in descending:
         if fire > now:
             continue
-        if (last is not None and fire <= last) or (last is None and len(fires) == 2):
+        if fire <= last:
             break
         fires.append(fire)
     return list(reversed(fires[1:]))
@@ -226,10 +245,29 @@ def _catchup_sensor(schedules: Mapping[str, tuple[dg.JobDefinition, ScheduleSett
         description="Requests one run per fire a catch-up schedule missed (Dagster runs only the latest).",
     )
     def _catchup(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        requests, cursor = catchup_requests(context.instance, targets, context.cursor, datetime.now(UTC))
+        ticked = _newest_ticks(context, targets)
+        requests, cursor = catchup_requests(context.instance, targets, context.cursor, datetime.now(UTC), ticked)
         return dg.SensorResult(run_requests=requests, cursor=cursor)
 
     return _catchup
+
+
+def _newest_ticks(context: dg.SensorEvaluationContext, schedules: Iterable[str]) -> dict[str, datetime | None] | None:
+    """The fire time of each schedule's newest tick, from the instance's tick store.
+
+    The schedules live in the sensor's own code location and repository; ``None`` when the context
+    does not say which (a sensor evaluated outside the daemon, e.g. ``build_sensor_context``).
+    """
+    location, repository = context.code_location_origin, context.repository_name
+    if location is None or repository is None:
+        return None
+    newest: dict[str, datetime | None] = {}
+    for name in schedules:
+        # InstigatorSelector / RemoteInstigatorOrigin ids are how Dagster 1.13.27 keys ticks (pinned)
+        origin = RemoteInstigatorOrigin(RemoteRepositoryOrigin(location, repository), name)
+        ticks = context.instance.get_ticks(origin.get_id(), origin.get_selector().get_id(), limit=1)
+        newest[name] = datetime.fromtimestamp(ticks[0].timestamp, UTC) if ticks else None
+    return newest
 
 
 def _parse(value: ScheduleSettings | Mapping[str, Any], subject: str, path: str) -> ScheduleSettings:

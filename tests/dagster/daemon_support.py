@@ -40,8 +40,11 @@ class Daemon:
     def home(self) -> Path:
         return self.root / "dagster_home"
 
-    def instance(self) -> dg.DagsterInstance:
-        return dg.DagsterInstance.from_config(str(self.home))
+    @contextmanager
+    def instance(self) -> Iterator[dg.DagsterInstance]:
+        """The daemon's instance, opened with its environment (PostgreSQL settings are env references)."""
+        with _environ(self.env), dg.DagsterInstance.from_config(str(self.home)) as instance:
+            yield instance
 
     def launch(self, job: str, tags: Mapping[str, str] | None = None) -> None:
         """``dagster job launch`` through the queue; fails the test on a non-zero exit."""
@@ -65,7 +68,7 @@ def prepare(root: Path, config: Path, env: Mapping[str, str] | None = None, work
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DATACOOLIE_", "DAGSTER_"))}
     full = base | {"DAGSTER_HOME": str(home), "DATACOOLIE_TEST_DIR": str(root)} | dict(env or {})
     daemon = Daemon(root, full)
-    with _environ(full), daemon.instance() as instance:  # env: the PostgreSQL settings are env references
+    with daemon.instance() as instance:
         instance.get_runs(limit=1)
     return daemon
 

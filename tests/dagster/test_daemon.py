@@ -7,8 +7,6 @@ This is how CI scales a stage out: one launch per ``job_index``, each queued, de
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,50 +17,32 @@ import polars as pl
 import pytest
 
 from datacoolie_core.columns import DATAFLOW_RUN_ID
-from tests.dagster.cli_support import BIN, Deployment, deploy, explain
+from datacoolie_dagster.example.generate import land_batch
+from tests.dagster.cli_support import BIN, REPOSITORY, explain
+from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running
 
 SHARDS = 3
 TIMEOUT = 120.0
-FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
 
 @pytest.fixture
-def daemon(tmp_path: Path) -> Iterator[Deployment]:
-    """The example deployment with ``dagster-daemon run -w workspace.yaml`` running; stopped after."""
-    deployment = deploy(tmp_path)
-    log = (tmp_path / "daemon.log").open("w")
-    process = subprocess.Popen(
-        [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-        cwd=deployment.project,
-        env=deployment.env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: the code server and run workers stop with it
-    )
-    try:
+def daemon(tmp_path: Path) -> Iterator[Daemon]:
+    """The example deployment (batch 1 landed) with ``dagster-daemon run`` running; stopped after."""
+    data = tmp_path / "data"
+    workspace = (REPOSITORY / "workspace.yaml").read_text()
+    deployment = prepare(tmp_path, REPOSITORY / "dagster.yaml", {"DATACOOLIE_HOME": str(data)}, workspace=workspace)
+    land_batch(data, 1)
+    with running(deployment):
         yield deployment
-    finally:
-        _stop(process)
-        log.close()
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-
-
-def launch_shards(deployment: Deployment) -> None:
+def launch_shards(daemon: Daemon) -> None:
     """``dagster job launch`` once per shard, the launches side by side (each loads the code location)."""
     base = [str(BIN / "dagster"), "job", "launch", "-w", "workspace.yaml", "-j", "datacoolie_landing2bronze"]
     commands = [[*base, "--config-json", json.dumps({"job_num": SHARDS, "job_index": i})] for i in range(SHARDS)]
     launches = [
         subprocess.Popen(
-            c, cwd=deployment.project, env=deployment.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            c, cwd=daemon.root, env=dict(daemon.env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         for c in commands
     ]
@@ -82,20 +62,18 @@ def wait_for_runs(instance: dg.DagsterInstance, count: int) -> list[dg.DagsterRu
     raise AssertionError(f"runs not finished after {TIMEOUT} s: {[(r.run_id, r.status) for r in instance.get_runs()]}")
 
 
-def test_launched_shards_run_through_the_queue_and_write_every_dataflow_once(
-    daemon: Deployment, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_launched_shards_run_through_the_queue_and_write_every_dataflow_once(daemon: Daemon) -> None:
     launch_shards(daemon)
 
-    monkeypatch.setenv("DAGSTER_HOME", str(daemon.home))
-    with dg.DagsterInstance.get() as instance:
+    with daemon.instance() as instance:
         runs = wait_for_runs(instance, SHARDS)
-    log = (tmp_path / "daemon.log").read_text()
+    log = (daemon.root / "daemon.log").read_text()
     assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * SHARDS, log[-3000:]
     assert {r.run_config["job_index"] for r in runs} == set(range(SHARDS))
 
     # each dataflow of the stage ran in exactly one shard: every landed row once, one dataflow run each
-    orders = pl.read_delta(str(daemon.data / "bronze" / "sales" / "orders"))
-    customers = pl.read_delta(str(daemon.data / "bronze" / "crm" / "customers"))
+    data = daemon.root / "data"
+    orders = pl.read_delta(str(data / "bronze" / "sales" / "orders"))
+    customers = pl.read_delta(str(data / "bronze" / "crm" / "customers"))
     assert (orders.height, orders["order_id"].n_unique(), orders[DATAFLOW_RUN_ID].n_unique()) == (600, 600, 1)
     assert (customers.height, customers[DATAFLOW_RUN_ID].n_unique()) == (40, 1)

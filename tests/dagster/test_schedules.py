@@ -186,6 +186,18 @@ def test_catchup_runs_each_missed_fire_once_and_never_twice(defs: dg.Definitions
     assert len(instance.get_runs()) == 5
 
 
+def test_with_nothing_recorded_fires_count_from_the_first_evaluation(instance: dg.DagsterInstance) -> None:
+    targets = {SILVER_SCHEDULE: (SILVER_JOB, ScheduleSettings.model_validate(HOURLY))}
+
+    # registered at 08:10: no fire-tagged run, no cursor — the 08:00 fire was due before registration
+    requests, cursor = catchup_requests(instance, targets, None, datetime(2024, 3, 1, 8, 10, tzinfo=UTC))
+    assert requests == []
+
+    # down until 10:30: 09:00 was missed; 10:00 is the schedule's own; 08:00 is never run
+    requests, _ = catchup_requests(instance, targets, cursor, datetime(2024, 3, 1, 10, 30, tzinfo=UTC))
+    assert [r.run_key for r in requests] == [f"{SILVER_SCHEDULE}:2024-03-01T09:00:00+00:00"]
+
+
 def test_the_catchup_sensor_evaluates_against_the_instance_and_rejects_an_unreadable_cursor(
     defs: dg.Definitions, instance: dg.DagsterInstance
 ) -> None:
@@ -211,3 +223,17 @@ def test_the_catchup_sensor_evaluates_against_the_instance_and_rejects_an_unread
 
     with pytest.raises(Exception, match="unreadable cursor"):
         sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor="not json", definitions=merged))
+
+
+def test_only_fires_before_the_schedules_newest_tick_are_caught_up(instance: dg.DagsterInstance) -> None:
+    targets = {SILVER_SCHEDULE: (SILVER_JOB, ScheduleSettings.model_validate(HOURLY))}
+    cursor = json.dumps({SILVER_SCHEDULE: "2024-03-01T07:00:00+00:00"})
+    now = datetime(2024, 3, 1, 11, 0, 5, tzinfo=UTC)  # just past the 11:00 fire
+
+    # the schedule is still busy with its 10:00 tick (no run yet): 10:00 is its own, not the sensor's
+    ticked = {SILVER_SCHEDULE: datetime(2024, 3, 1, 10, tzinfo=UTC)}
+    requests, _ = catchup_requests(instance, targets, cursor, now, ticked)
+    assert [r.run_key for r in requests] == [f"{SILVER_SCHEDULE}:2024-03-01T0{h}:00:00+00:00" for h in (8, 9)]
+
+    # the schedule never ticked since the daemon came back: it has not started counting, nothing yet
+    assert catchup_requests(instance, targets, cursor, now, {SILVER_SCHEDULE: None})[0] == []

@@ -1,18 +1,15 @@
 """The source sensor (new files, Delta versions, database rows) and downstream automation.
 
 Sensors are evaluated against a real ephemeral instance over real files, Delta tables and a SQLite
-database under ``tmp_path``; the automation test materializes the upstream table for real.
+database under ``tmp_path``; the automation test materializes the upstream table for real. The last
+test runs a real ``dagster-daemon`` (crashed and restarted) on SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import sqlite3
-import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import closing
 from datetime import datetime
@@ -39,8 +36,8 @@ from datacoolie_dagster.sensors import (
     with_automation,
 )
 from datacoolie_dagster.translator import DataCoolieTranslator
-from tests.dagster.cli_support import BIN, REPOSITORY
-from tests.dagster.conftest import land
+from tests.dagster.conftest import InstanceSettings, land
+from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
 
 PARTITIONS = {"partitions": {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "updated_at"}}
 ORDERS = pl.DataFrame({"order_id": [1, 2], "amount": [10.0, 20.0], "updated_at": [datetime(2024, 1, 5)] * 2})
@@ -332,26 +329,6 @@ defs = dg.Definitions.merge(
 )
 """
 WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
-FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
-
-
-def _daemon(project: Path, home: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATACOOLIE_", "DAGSTER_"))}
-    with log.open("a") as out:
-        return subprocess.Popen(
-            [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-            cwd=project,
-            env=env | {"DAGSTER_HOME": str(home)},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group: the code server and run workers stop with it
-        )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)  # a crash, not a shutdown: the cursor must hold anyway
-        process.wait(timeout=10)
 
 
 def _sensor_ticks(instance: dg.DagsterInstance) -> list[Any]:
@@ -359,43 +336,29 @@ def _sensor_ticks(instance: dg.DagsterInstance) -> list[Any]:
     return [t for s in states for t in instance.get_ticks(s.instigator_origin_id, s.selector_id)]
 
 
-def _wait(predicate: Any, timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{what} not seen after {timeout} s\n{log.read_text()[-3000:]}")
-
-
-def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(tmp_path: Path) -> None:
-    project, home, log = tmp_path / "project", tmp_path / "home", tmp_path / "daemon.log"
-    project.mkdir()
-    home.mkdir()
+def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(
+    tmp_path: Path, instance_settings: InstanceSettings
+) -> None:
+    daemon = prepare(tmp_path, instance_settings.config, instance_settings.env, workspace=WORKSPACE)
     document = {"connections": METADATA["connections"][:1] + METADATA["connections"][3:4],
                 "dataflows": METADATA["dataflows"][:1]}  # fmt: skip
-    (project / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
-    (project / "defs.py").write_text(CODE_LOCATION, encoding="utf-8")
-    (project / "workspace.yaml").write_text(WORKSPACE, encoding="utf-8")
-    shutil.copyfile(REPOSITORY / "dagster.yaml", home / "dagster.yaml")
-    land(project, "sales/orders", ORDERS)
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        instance.get_runs(limit=1)  # create the SQLite storages before two processes race on them
+    (tmp_path / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    (tmp_path / "defs.py").write_text(CODE_LOCATION, encoding="utf-8")
+    land(tmp_path, "sales/orders", ORDERS)
+    log = tmp_path / "daemon.log"
 
-        daemon = _daemon(project, home, log)
-        try:
-            _wait(lambda: any(r.status in FINISHED for r in instance.get_runs()), 45, "a finished run", log)
-        finally:
-            _stop(daemon)
+    # crash=True: SIGKILL, not a shutdown; the cursor must hold anyway
+    with running(daemon, crash=True), daemon.instance() as instance:
+        wait_until(lambda: any(r.status in FINISHED for r in instance.get_runs()), 45, "a finished run", log)
+    with daemon.instance() as instance:
         ticks = len(_sensor_ticks(instance))
 
-        daemon = _daemon(project, home, log)
-        try:  # two more evaluations after the restart, with nothing new landed
-            _wait(lambda: len(_sensor_ticks(instance)) >= ticks + 2, 30, "two sensor ticks after the restart", log)
-        finally:
-            _stop(daemon)
+    with running(daemon, crash=True), daemon.instance() as instance:  # two more evaluations, nothing new landed
+        wait_until(lambda: len(_sensor_ticks(instance)) >= ticks + 2, 30, "two sensor ticks after the restart", log)
+    with daemon.instance() as instance:
         runs = instance.get_runs()
 
-    assert [(r.status, r.tags.get(TRIGGER_TAG)) for r in runs] == [(dg.DagsterRunStatus.SUCCESS, "sensor")]
+    outcome = [(r.status, r.tags.get(TRIGGER_TAG)) for r in runs]
+    assert outcome == [(dg.DagsterRunStatus.SUCCESS, "sensor")], log.read_text()[-3000:]
     assert [k.to_user_string() for k in runs[0].asset_selection or []] == [ORDERS_KEY]
-    assert pl.read_delta(str(project / "lake" / "bronze" / "sales" / "orders")).height == 2
+    assert pl.read_delta(str(tmp_path / "lake" / "bronze" / "sales" / "orders")).height == 2
