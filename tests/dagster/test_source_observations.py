@@ -35,7 +35,8 @@ def test_each_changed_source_is_observed_with_its_version(tmp_path: Path, monkey
         assert sorted(observed) == sorted(SOURCES.values())
         assert observed[SOURCES["events"]] == ("0", {"datacoolie/delta_version": 0})
         version, files = observed[SOURCES["orders"]]
-        assert files["datacoolie/files"] == 1 and version is not None
+        assert files["datacoolie/files"] == 1
+        assert version is not None
         assert observed[SOURCES["customers"]][1]["datacoolie/rows"] == 1
 
         assert _observed(tick(tmp_path, instance, first.cursor)) == {}  # no change, nothing observed
