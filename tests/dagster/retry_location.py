@@ -1,9 +1,8 @@
-"""A small code location for the retry, limit and PostgreSQL daemon tests.
+"""A small code location for the retry daemon tests (SQLite and PostgreSQL).
 
 ``flaky`` fails until it has been attempted ``DATACOOLIE_TEST_FAILURES`` times (attempts are counted
 in a file under ``DATACOOLIE_TEST_DIR``); ``killed_once`` SIGKILLs its own run worker on the first
-attempt of each chain of retries (keyed by the root run) and succeeds afterwards; ``pooled`` holds
-the pool of pipeline ``p`` for a second; ``hello`` succeeds. The retry sensor uses
+attempt of each chain of retries (keyed by the root run) and succeeds afterwards. The retry sensor uses
 ``DATACOOLIE_TEST_BASE_DELAY`` seconds as its base delay.
 """
 
@@ -11,12 +10,10 @@ the pool of pipeline ``p`` for a second; ``hello`` succeeds. The retry sensor us
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import dagster as dg
 
-from datacoolie_dagster.limits import pool_for
 from datacoolie_dagster.retries import ROOT_RUN_ID, build_retry_sensor
 
 JITTER = 0.1
@@ -41,16 +38,6 @@ def killed_once_op(context: dg.OpExecutionContext) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-@dg.op(pool=pool_for("p"))
-def pooled_op() -> None:
-    time.sleep(1.0)
-
-
-@dg.op
-def hello_op() -> None:
-    pass
-
-
 # In process: one process per run starts faster, and the op's process is the run worker itself.
 @dg.job(executor_def=dg.in_process_executor)
 def flaky() -> None:
@@ -62,18 +49,8 @@ def killed_once() -> None:
     killed_once_op()
 
 
-@dg.job
-def pooled() -> None:
-    pooled_op()
-
-
-@dg.job
-def hello() -> None:
-    hello_op()
-
-
 defs = dg.Definitions(
-    jobs=[flaky, killed_once, pooled, hello],
+    jobs=[flaky, killed_once],
     sensors=[
         build_retry_sensor(
             base_delay_seconds=float(os.environ.get("DATACOOLIE_TEST_BASE_DELAY", "1")),
