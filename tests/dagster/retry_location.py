@@ -14,7 +14,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from datacoolie_dagster.retries import ROOT_RUN_ID, build_retry_sensor
+from datacoolie_dagster.retries import build_retry_sensor
+from datacoolie_dagster.retry_policy import ROOT_RUN_ID
 
 JITTER = 0.1
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from datacoolie_dagster.retries import (
+from datacoolie_dagster.retries import SENSOR_NAME, build_retry_sensor
+from datacoolie_dagster.retry_policy import (
     AUTO_RETRY_RUN_ID_TAG,
     AUTOMATED,
     BACKFILL_TAG,
@@ -23,10 +24,8 @@ from datacoolie_dagster.retries import (
     RETRY_DUE_AT,
     RETRY_NUMBER,
     ROOT_RUN_ID,
-    SENSOR_NAME,
     WILL_RETRY_TAG,
     RetryCursor,
-    build_retry_sensor,
     is_automated,
     is_process_death,
     retry_backfill_tags,
