@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import dagster as dg
@@ -13,12 +14,10 @@ from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset, build_multi_asse
 from datacoolie_dagster.jobs import build_jobs
 from datacoolie_dagster.limits import build_limits_sensor, pool_for, stage_limits
 from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.retries import build_retry_sensor
+from datacoolie_dagster.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
 from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
 from datacoolie_dagster.sensors import build_automation_sensor, build_source_sensors, with_automation
 from datacoolie_dagster.translator import DataCoolieTranslator
-
-ASSETS_JOB = "datacoolie_assets"
 
 
 def build_definitions(
@@ -97,20 +96,23 @@ def build_definitions(
     if include_sensors:
         interval, status = sensor_interval_seconds, sensor_status
         sensors += [
+            # sensed runs go to Dagster's implicit asset job: an asset job of our own over the same
+            # tables would cost as much code-location load time again
             *build_source_sensors(
-                assets, minimum_interval_seconds=interval, default_status=status, translator=translator
+                assets,
+                minimum_interval_seconds=interval,
+                default_status=status,
+                translator=translator,
+                asset_job=IMPLICIT_ASSET_JOB,
             ),
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
         ]
-    if include_jobs and run_retries:
-        # asset runs (UI, sensors, backfills) are relaunched through one job over every asset
-        assets_job = dg.define_asset_job(ASSETS_JOB, selection=dg.AssetSelection.all())
-        sensors.append(
-            build_retry_sensor(
-                base_delay_seconds=retry_base_delay, max_retries=run_retries, jobs=jobs, asset_job=assets_job
-            )
+    if run_retries:
+        retry = partial(
+            build_retry_sensor, base_delay_seconds=retry_base_delay, max_retries=run_retries, refuse_unknown=False
         )
-        jobs = [*jobs, assets_job]
+        sensors += [retry(jobs=jobs)] if include_jobs else []
+        sensors.append(retry(name=ASSET_SENSOR_NAME, asset_job=IMPLICIT_ASSET_JOB))
     return dg.Definitions(
         assets=[*build_multi_assets(assets, pools=pools), *sources],
         jobs=jobs,

@@ -36,8 +36,12 @@ sensor does the retrying instead:
   #34204 — or was deleted is not re-opened: the retry runs on its own, without ``dagster/backfill``
   (a finished backfill is never evaluated again, so tagging a run into it would only mislead its
   page), with the backfill's id in ``datacoolie/backfill``.
-* **Targets.** A sensor can only launch the jobs it targets: pass the code location's jobs and one
-  asset job for asset runs (``asset_job``); a run of any other job is logged and not retried.
+* **Targets.** A sensor can only launch the jobs it targets, and targets either job definitions
+  or ONE job by name. The code location therefore has two: ``datacoolie_retry_sensor`` over its op
+  jobs, and ``datacoolie_asset_retry_sensor`` over ``__ASSET_JOB`` (Dagster's implicit job over every
+  asset, under which UI materializations, sensed runs and backfills run) — an asset job of our own
+  would cost as much code-location load time as the implicit one. Each ignores the other's runs; a
+  standalone sensor (``refuse_unknown``) logs a run of any other job and does not retry it.
 
 An unreadable cursor is an error (``dagster sensor cursor NAME --delete`` resets it deliberately).
 """
@@ -80,20 +84,23 @@ from datacoolie_dagster.retry_policy import (
 )
 
 SENSOR_NAME = "datacoolie_retry_sensor"
+ASSET_SENSOR_NAME = "datacoolie_asset_retry_sensor"
+IMPLICIT_ASSET_JOB = "__ASSET_JOB"
+"""Dagster's implicit job over every asset (the name is fixed in Dagster 1.13.27)."""
 
 
 @dataclass(frozen=True)
 class _Targets:
-    """The jobs the sensor may launch, and the one asset runs are retried under."""
+    """The jobs the sensor may launch, and the job asset runs are retried under."""
 
     names: frozenset[str]
-    asset_job: dg.UnresolvedAssetJobDefinition | None
+    asset_job: str | None
 
     def job_name(self, run: dg.DagsterRun) -> str | None:
         if run.job_name in self.names:
             return run.job_name
         if run.asset_selection and self.asset_job is not None:
-            return self.asset_job.name
+            return self.asset_job
         return None
 
 
@@ -103,8 +110,9 @@ def build_retry_sensor(
     max_retries: int = 3,
     jitter: float = 0.1,
     jobs: Sequence[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = (),
-    asset_job: dg.UnresolvedAssetJobDefinition | None = None,
+    asset_job: dg.UnresolvedAssetJobDefinition | str | None = None,
     name: str = SENSOR_NAME,
+    refuse_unknown: bool = True,
     minimum_interval_seconds: int = 15,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.RUNNING,
     clock: Callable[[], float] = time.time,
@@ -115,21 +123,29 @@ def build_retry_sensor(
     Args:
         base_delay_seconds, max_retries, jitter: the policy; the seed's defaults are 60 s, 3, 10 %.
         jobs: the jobs whose runs may be retried (a sensor launches only jobs it targets).
-        asset_job: the job retried asset runs (``__ASSET_JOB`` or any asset job) launch under.
+        asset_job: the job retried asset runs launch under: an asset job, or the NAME of one —
+            ``"__ASSET_JOB"``, Dagster's implicit job over every asset, which costs nothing more to
+            load (a sensor targets either job definitions or one job by name, so then no ``jobs``).
+        refuse_unknown: tag a failed automated run of any other job ``datacoolie/retry: no target``;
+            off when another retry sensor handles those runs.
         clock, rng: injectable for tests (epoch seconds; the jitter's random source).
 
     Example:
-        >>> assets_job = dg.define_asset_job("datacoolie_assets", selection=dg.AssetSelection.all())
-        >>> sensor = build_retry_sensor(jobs=defs.jobs, asset_job=assets_job)
+        >>> sensors = [build_retry_sensor(jobs=stage_jobs, refuse_unknown=False),
+        ...            build_retry_sensor(name="assets_retry", asset_job="__ASSET_JOB", refuse_unknown=False)]
     """
+    if isinstance(asset_job, str) and jobs:
+        raise ValueError("a sensor targets job definitions or one job by name: give `jobs` or a named `asset_job`")
     policy = RetryPolicy(base_delay_seconds, max_retries, jitter)
     random_source = rng or random.Random()
-    targets_list = [*jobs, *([asset_job] if asset_job is not None else [])]
-    targets = _Targets(frozenset(job.name for job in targets_list), asset_job)
+    defined = [*jobs, *([asset_job] if asset_job is not None and not isinstance(asset_job, str) else [])]
+    asset_job_name = asset_job if asset_job is None or isinstance(asset_job, str) else asset_job.name
+    targets = _Targets(frozenset(job.name for job in jobs), asset_job_name)
+    target: dict[str, Any] = {"job_name": asset_job} if isinstance(asset_job, str) else {"jobs": defined or None}
 
     @dg.sensor(
         name=name,
-        jobs=targets_list or None,
+        **target,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description="Retries failed automated runs after a doubling delay with jitter; never manual runs.",
@@ -141,7 +157,10 @@ def build_retry_sensor(
         pending = {d.run_id for d in cursor.due} | {r.run_id for r in cursor.requested}
         for record in _failed_since(context.instance, cursor.since):
             cursor.since = max(cursor.since, record.update_timestamp.timestamp())
-            due = _decide(context, record.dagster_run, policy, random_source, now, targets)
+            run = record.dagster_run
+            if not refuse_unknown and targets.job_name(run) is None:
+                continue  # another retry sensor's run
+            due = _decide(context, run, policy, random_source, now, targets)
             if due is not None and due.run_id not in pending:
                 cursor.due.append(due)
                 pending.add(due.run_id)

@@ -114,10 +114,15 @@ def build_source_sensors(
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
     translator: DataCoolieTranslator | None = None,
+    asset_job: str | None = None,
 ) -> list[dg.SensorDefinition]:
     """One sensor requesting runs of the tables whose external sources got new data ([] if none).
 
     ``translator`` names the external source assets it observes (the one that built ``assets``).
+    ``asset_job``: the NAME of an asset job holding every sensed table for the runs to launch under
+    (the code location passes ``__ASSET_JOB``, Dagster's implicit one); without it the sensor
+    targets its tables directly, and Dagster builds an anonymous job over them — as costly to load
+    as the implicit job over the same tables.
 
     Example:
         >>> assets, _ = build_table_assets(dataflows, DataCoolieTranslator())
@@ -127,15 +132,18 @@ def build_source_sensors(
     if not sensed:
         return []
 
+    selection = dg.AssetSelection.assets(*(t.asset_key for t in sensed))
+    target: dict[str, Any] = {"job_name": asset_job} if asset_job else {"target": selection}
+
     @dg.sensor(
         name=SOURCE_SENSOR_NAME,
-        target=dg.AssetSelection.assets(*(t.asset_key for t in sensed)),
+        **target,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
         description=f"Runs the DataCoolie tables whose external sources got new data ({len(sensed)} tables).",
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        evaluation = evaluate_sources(sensed, context.cursor, sensor_name=SOURCE_SENSOR_NAME)
+        evaluation = evaluate_sources(sensed, context.cursor, sensor_name=SOURCE_SENSOR_NAME, job=asset_job)
         observed = evaluation.observations
         if evaluation.run_request is None:
             return dg.SensorResult(
@@ -164,8 +172,14 @@ def sensed_tables(assets: Sequence[TableAsset], translator: DataCoolieTranslator
     return sensed
 
 
-def evaluate_sources(sensed: Sequence[SensedTable], cursor: str | None, *, sensor_name: str) -> SourceEvaluation:
-    """Fingerprint every sensed table's sources and compare with ``cursor``.
+def evaluate_sources(
+    sensed: Sequence[SensedTable],
+    cursor: str | None,
+    *,
+    sensor_name: str,
+    job: str | None = None,
+) -> SourceEvaluation:
+    """Fingerprint every sensed table's sources and compare with ``cursor``; runs go to ``job``.
 
     Raises:
         SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
@@ -186,7 +200,7 @@ def evaluate_sources(sensed: Sequence[SensedTable], cursor: str | None, *, senso
             observations.update((o.asset_key, o) for o in _observations(table, fingerprints))
             if any(has_data(f) for f in fingerprints.values()):
                 changed.append((table, fingerprints))
-    run_request = _run_request(changed)
+    run_request = _run_request(changed, job)
     return SourceEvaluation(run_request, dump_cursor(state), unreadable, len(sensed), list(observations.values()))
 
 
@@ -218,7 +232,9 @@ def _is_table_entry(value: Any) -> bool:
     return isinstance(value, dict) and all(isinstance(f, dict) for f in value.values())
 
 
-def _run_request(changed: Sequence[tuple[SensedTable, dict[str, Fingerprint]]]) -> dg.RunRequest | None:
+def _run_request(
+    changed: Sequence[tuple[SensedTable, dict[str, Fingerprint]]], job_name: str | None
+) -> dg.RunRequest | None:
     if not changed:
         return None
     # the key is a function of the data seen, not of the time: the same change always maps to it
@@ -226,6 +242,7 @@ def _run_request(changed: Sequence[tuple[SensedTable, dict[str, Fingerprint]]]) 
     return dg.RunRequest(
         run_key=run_key,
         asset_selection=[table.asset_key for table, _ in changed],
+        job_name=job_name,
         tags={TRIGGER_TAG: "sensor", AUTOMATED_TAG: "true"},
     )
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from datacoolie_dagster.retries import SENSOR_NAME, build_retry_sensor
+from datacoolie_dagster.retries import ASSET_SENSOR_NAME, SENSOR_NAME, build_retry_sensor
 from datacoolie_dagster.retry_policy import (
     AUTO_RETRY_RUN_ID_TAG,
     AUTOMATED,
@@ -31,7 +31,7 @@ from datacoolie_dagster.retry_policy import (
     retry_backfill_tags,
     retry_delay,
 )
-from tests.dagster.conftest import LINEAGE, InstanceSettings, definitions
+from tests.dagster.conftest import LINEAGE, PARTITIONS, InstanceSettings, definitions
 from tests.dagster.daemon_support import Daemon, prepare, running, wait_until
 
 BASE = 60.0
@@ -264,10 +264,35 @@ def test_a_reasonless_failure_without_a_dead_worker_keeps_the_backoff(test_insta
 def test_the_code_location_retries_every_job_and_every_asset_run(tmp_path: Path) -> None:
     defs = definitions(tmp_path, LINEAGE)
     repository = defs.get_repository_def()
-    sensor = repository.get_sensor_def("datacoolie_retry_sensor")
     jobs = {job.name for job in repository.get_all_jobs() if not job.name.startswith("__")}
-    assert {t.job_name for t in sensor.targets} == jobs
-    assert "datacoolie_assets" in {t.job_name for t in sensor.targets}
+    assert {t.job_name for t in repository.get_sensor_def(SENSOR_NAME).targets} == jobs
+    assert repository.get_sensor_def(ASSET_SENSOR_NAME).job_name == "__ASSET_JOB"
+
+
+def test_the_asset_retry_sensor_relaunches_a_partition_under_the_implicit_job(
+    tmp_path: Path, test_instance: dg.DagsterInstance
+) -> None:
+    defs = definitions(tmp_path, PARTITIONS, run_retries=2, retry_base_delay=0)
+    repository = defs.get_repository_def()
+    key = dg.AssetKey.from_user_string("silver/sales/orders")
+    job = repository.get_implicit_global_asset_job_def()
+    failed = test_instance.create_run_for_job(
+        job.get_subset(asset_selection={key}),
+        asset_selection=frozenset({key}),
+        tags={AUTOMATED: "true", "dagster/partition": "2024-02"},
+    )
+    test_instance.report_run_failed(failed)
+    stage_sensor = repository.get_sensor_def(SENSOR_NAME)
+    asset_sensor = repository.get_sensor_def(ASSET_SENSOR_NAME)
+
+    # the op-job sensor leaves the asset run alone (no "no target" refusal); the asset sensor retries it
+    context = dg.build_sensor_context(instance=test_instance, definitions=defs)
+    assert stage_sensor.evaluate_tick(context).run_requests == []
+    assert RETRY_DECISION not in _tags(test_instance, failed)
+    context = dg.build_sensor_context(instance=test_instance, definitions=defs)
+    (request,) = asset_sensor.evaluate_tick(context).run_requests
+    assert (request.job_name, request.asset_selection, request.partition_key) == ("__ASSET_JOB", [key], "2024-02")
+    assert request.tags["dagster/partition"] == "2024-02"  # resolved against the implicit job's partitions
 
 
 # --- runs of a real asset backfill -----------------------------------------------------------------

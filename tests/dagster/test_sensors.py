@@ -313,19 +313,14 @@ def test_downstream_follows_after_the_sensed_run_materializes(root: Path, instan
 
 CODE_LOCATION = """
 import dagster as dg
-from datacoolie_core import FileProvider
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.assets import build_table_assets
-from datacoolie_dagster.sensors import build_source_sensors
-from datacoolie_dagster.translator import DataCoolieTranslator
 
-provider = FileProvider("metadata.json")
-provider.initialize()
-assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
-sensors = build_source_sensors(assets, minimum_interval_seconds=2, default_status=dg.DefaultSensorStatus.RUNNING)
-defs = dg.Definitions.merge(
-    build_definitions("metadata.json", state_base_path="state", include_jobs=False, include_sensors=False),
-    dg.Definitions(sensors=sensors),
+defs = build_definitions(
+    "metadata.json",
+    state_base_path="state",
+    include_jobs=False,
+    sensor_interval_seconds=2,
+    sensor_status=dg.DefaultSensorStatus.RUNNING,
 )
 """
 WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
@@ -361,4 +356,9 @@ def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(
     outcome = [(r.status, r.tags.get(TRIGGER_TAG)) for r in runs]
     assert outcome == [(dg.DagsterRunStatus.SUCCESS, "sensor")], log.read_text()[-3000:]
     assert [k.to_user_string() for k in runs[0].asset_selection or []] == [ORDERS_KEY]
+    assert runs[0].job_name == "__ASSET_JOB"  # Dagster's implicit asset job: no job of our own to load
+    with daemon.instance() as instance:  # the change is also in the catalog, on the source asset
+        observed = instance.get_latest_data_version_record(dg.AssetKey(["landing", "sales", "orders"]))
+    assert observed is not None
+    assert observed.asset_observation is not None
     assert pl.read_delta(str(tmp_path / "lake" / "bronze" / "sales" / "orders")).height == 2
