@@ -59,8 +59,9 @@ def build_definitions(
         sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
             turn them on in the UI or with ``dagster sensor start``).
         run_retries, retry_base_delay: failed automated runs (sensed, scheduled, backfilled) are
-            relaunched by ``datacoolie_retry_sensor`` after ``retry_base_delay`` s doubling per retry,
-            plus up to 10 % jitter, up to ``run_retries`` times; manual runs never are (0 disables).
+            relaunched by ``datacoolie_retry_sensor`` (op jobs) and ``datacoolie_asset_retry_sensor``
+            (asset runs) after ``retry_base_delay`` s doubling per retry, plus up to 10 % jitter, up to
+            ``run_retries`` times; manual runs never are (0 disables).
         max_runs: at most this many live runs per stage (an int for every stage, or ``{stage: n}``);
             a stage's dataflows may set ``configure.dagster.max_runs`` instead (a mapping wins, an
             int is the default). Runs over the limit wait in the queue (see :mod:`.limits`).
