@@ -175,11 +175,7 @@ class DataCoolieDriver:
         """
         with self._operation("run"):
             selected = list(dataflows) if dataflows is not None else self._load(stage)
-            self._note_stages(selected)
-            services = self._services()
-            if self.config.dry_run:
-                return self._execute(selected, lambda d: dry_run_check(d, services), on_complete, grouped=True)
-            return self._execute(selected, lambda d: execute_etl(d, services), on_complete, grouped=True)
+            return self._run_each(selected, execute_etl, dry_run_check, on_complete, grouped=True)
 
     def run_replay(
         self,
@@ -196,12 +192,12 @@ class DataCoolieDriver:
         """
         with self._operation("run_replay"):
             selected = [dataflows] if isinstance(dataflows, DataFlow) else list(dataflows)
-            self._note_stages(selected)
-            services = self._services()
-            if self.config.dry_run:
-                return self._execute(selected, lambda d: dry_run_check(d, services, replay), on_complete, grouped=False)
-            return self._execute(
-                selected, lambda d: execute_replay(d, replay, services, on_chunk=on_chunk), on_complete, grouped=False
+            return self._run_each(
+                selected,
+                lambda d, services: execute_replay(d, replay, services, on_chunk=on_chunk),
+                lambda d, services: dry_run_check(d, services, replay),
+                on_complete,
+                grouped=False,
             )
 
     def run_maintenance(
@@ -296,6 +292,21 @@ class DataCoolieDriver:
         provider = self._require_provider()
         loaded = provider.get_dataflows(stage=stage, active_only=active_only, attach_schema_hints=attach_schema_hints)
         return JobDistributor.from_config(self.config).select(loaded, active_only=active_only)
+
+    def _run_each(
+        self,
+        selected: list[DataFlow],
+        work: Callable[[DataFlow, ExecutionServices], DataFlowRuntimeInfo],
+        dry_run: Callable[[DataFlow, ExecutionServices], DataFlowRuntimeInfo],
+        on_complete: ProgressCallback | None,
+        *,
+        grouped: bool,
+    ) -> ExecutionResult:
+        """``work`` (or ``dry_run`` in a dry run) on each of ``selected``, with this session's services."""
+        self._note_stages(selected)
+        services = self._services()
+        step = dry_run if self.config.dry_run else work
+        return self._execute(selected, lambda d: step(d, services), on_complete, grouped=grouped)
 
     def _execute(
         self,
