@@ -158,6 +158,8 @@ def build_retry_sensor(
         for record in _failed_since(context.instance, cursor.since):
             cursor.since = max(cursor.since, record.update_timestamp.timestamp())
             run = record.dagster_run
+            if not _of_this_location(context, run):
+                continue  # the instance is shared: another code location's run is not ours to retry
             if not refuse_unknown and targets.job_name(run) is None:
                 continue  # another retry sensor's run
             due = _decide(context, run, policy, random_source, now, targets)
@@ -171,6 +173,16 @@ def build_retry_sensor(
         return dg.SensorResult(run_requests=[r for _, r in requests if r is not None], cursor=cursor.dumps())
 
     return _retry_sensor
+
+
+def _of_this_location(context: dg.SensorEvaluationContext, run: dg.DagsterRun) -> bool:
+    """Whether ``run`` ran in the sensor's code location (unknown on either side: assumed so).
+
+    Without it, an automated asset run of another location would be re-launched here, under a job
+    that does not hold its assets, and fail the sensor's every evaluation.
+    """
+    here, origin = context.code_location_origin, run.remote_job_origin
+    return here is None or origin is None or origin.location_name == here.location_name
 
 
 def _failed_since(instance: dg.DagsterInstance, since: float) -> Iterator[Any]:

@@ -11,6 +11,11 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.remote_origin import (  # pinned: dagster 1.13.27 (how a run records its location)
+    RegisteredCodeLocationOrigin,
+    RemoteJobOrigin,
+    RemoteRepositoryOrigin,
+)
 
 from datacoolie_dagster.retries import ASSET_SENSOR_NAME, SENSOR_NAME, build_retry_sensor
 from datacoolie_dagster.retry_policy import (
@@ -290,7 +295,7 @@ def test_the_asset_retry_sensor_relaunches_a_partition_under_the_implicit_job(
     assert stage_sensor.evaluate_tick(context).run_requests == []
     assert RETRY_DECISION not in _tags(test_instance, failed)
     context = dg.build_sensor_context(instance=test_instance, definitions=defs)
-    (request,) = asset_sensor.evaluate_tick(context).run_requests
+    (request,) = asset_sensor.evaluate_tick(context).run_requests or []
     assert (request.job_name, request.asset_selection, request.partition_key) == ("__ASSET_JOB", [key], "2024-02")
     assert request.tags["dagster/partition"] == "2024-02"  # resolved against the implicit job's partitions
 
@@ -504,3 +509,23 @@ def test_the_daemon_restarts_a_killed_automated_run_once_and_at_once(
     assert len(runs) == 3  # the manual run, the killed automated run and its one retry
     assert manual.status == dg.DagsterRunStatus.FAILURE
     assert not {RETRY_DUE_AT, WILL_RETRY_TAG, RETRY_DECISION} & manual_tags.keys()
+
+
+def test_a_run_of_another_code_location_is_left_alone(test_instance: dg.DagsterInstance) -> None:
+    """One instance, several code locations: each location's sensors retry only their own runs."""
+
+    def origin(location: str) -> RemoteJobOrigin:
+        return RemoteJobOrigin(RemoteRepositoryOrigin(RegisteredCodeLocationOrigin(location), "__repository__"), "x")
+
+    theirs = test_instance.create_run_for_job(always_fails, remote_job_origin=origin("other"), tags={AUTOMATED: "true"})
+    ours = test_instance.create_run_for_job(always_fails, remote_job_origin=origin("here"), tags={AUTOMATED: "true"})
+    for run in (theirs, ours):
+        test_instance.report_run_failed(run)
+    sensor = build_retry_sensor(base_delay_seconds=0, jobs=[always_fails], clock=_Clock(1e12))
+    context = dg.build_sensor_context(instance=test_instance)
+    context._code_location_origin = RegisteredCodeLocationOrigin("here")  # as the daemon's context carries it
+
+    result = sensor(context)
+    assert isinstance(result, dg.SensorResult)
+    assert [r.tags[PARENT_RUN_ID] for r in result.run_requests or []] == [ours.run_id]
+    assert RETRY_DUE_AT not in _tags(test_instance, theirs)
