@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -91,9 +90,7 @@ def build_definitions(
         build_jobs(stage_names, assets, pools) if include_jobs else []
     )
     by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
-    # fires of this location's schedules, told from another location's schedules of the same name
-    scope = hashlib.sha256(os.path.abspath(metadata_path).encode()).hexdigest()[:12]
-    timed = build_schedules(by_stage, schedule_settings(dataflows, schedules), scope=scope) if include_jobs else []
+    timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
     sensors: list[dg.SensorDefinition] = (
         [build_limits_sensor({pools[s]: n for s, n in limits.items()})] if limits else []
     )

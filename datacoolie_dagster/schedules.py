@@ -42,8 +42,6 @@ AUTOMATED_TAG = "datacoolie/automated"
 FIRE_TAG = "datacoolie/fire"
 """``<schedule>:<fire UTC ISO>``: the one fire a run was made for."""
 SCHEDULE_TAG = "datacoolie/schedule"
-SCOPE_TAG = "datacoolie/scope"
-"""Which code location's schedule a fire belongs to (see :func:`build_schedules`)."""
 CATCHUP_TAG = "datacoolie/catchup"
 AUTOMATED_TAGS = {TRIGGER_TAG: "schedule", AUTOMATED_TAG: "true"}
 CATCHUP_SENSOR = "datacoolie_schedule_catchup"
@@ -103,25 +101,22 @@ def schedule_settings(
 
 
 def build_schedules(
-    stage_jobs: Mapping[str, dg.JobDefinition], settings: Mapping[str, ScheduleSettings], *, scope: str | None = None
+    stage_jobs: Mapping[str, dg.JobDefinition], settings: Mapping[str, ScheduleSettings]
 ) -> list[dg.ScheduleDefinition | dg.SensorDefinition]:
     """One RUNNING schedule per scheduled stage job, plus :data:`CATCHUP_SENSOR` if any catches up.
 
     ``stage_jobs`` maps a stage name to its job; a setting for an unknown stage is a MetadataError.
-    ``scope`` tells this code location's fires from another's in the same instance (two locations
-    may both have a ``landing2bronze`` stage): fires are tagged with it and looked up under it. A
-    schedule's context does not know its code location, so the factory derives it from the metadata.
     """
     for stage in settings:
         if stage not in stage_jobs:
             raise _issue(f"stage '{stage}'", f"no job for this stage{did_you_mean(stage, stage_jobs)}")
     targets = {schedule_name(stage_jobs[s]): (stage_jobs[s], s_settings) for s, s_settings in settings.items()}
     built: list[dg.ScheduleDefinition | dg.SensorDefinition] = [
-        _schedule(name, job, s, scope) for name, (job, s) in targets.items()
+        _schedule(name, job, s) for name, (job, s) in targets.items()
     ]
     catchup = {name: target for name, target in targets.items() if target[1].catchup}
     if catchup:
-        built.append(_catchup_sensor(catchup, scope))
+        built.append(_catchup_sensor(catchup))
     return built
 
 
@@ -135,16 +130,13 @@ def fire_id(schedule: str, fire: datetime) -> str:
 
 
 def fire_request(
-    instance: dg.DagsterInstance, schedule: str, job: str, fire: datetime, *, catchup: bool, scope: str | None = None
+    instance: dg.DagsterInstance, schedule: str, job: str, fire: datetime, *, catchup: bool
 ) -> dg.RunRequest | None:
     """The run of one fire, or None if a run for it exists already (made by the schedule or the sensor)."""
     key = fire_id(schedule, fire)
-    scoped = {SCOPE_TAG: scope} if scope else {}
-    if instance.get_runs_count(dg.RunsFilter(tags={FIRE_TAG: key} | scoped)):
+    if instance.get_runs_count(dg.RunsFilter(tags={FIRE_TAG: key})):
         return None
-    tags = (
-        AUTOMATED_TAGS | {FIRE_TAG: key, SCHEDULE_TAG: schedule} | scoped | ({CATCHUP_TAG: "true"} if catchup else {})
-    )
+    tags = AUTOMATED_TAGS | {FIRE_TAG: key, SCHEDULE_TAG: schedule} | ({CATCHUP_TAG: "true"} if catchup else {})
     return dg.RunRequest(run_key=key, job_name=job, tags=tags)
 
 
@@ -154,7 +146,6 @@ def catchup_requests(
     cursor: str | None,
     now: datetime,
     ticked: Mapping[str, datetime | None] | None = None,
-    scope: str | None = None,
 ) -> tuple[list[dg.RunRequest], str]:
     """Run requests for the fires each schedule missed before ``now``, and the new cursor.
 
@@ -174,7 +165,7 @@ def catchup_requests(
     handled = _read_cursor(cursor)
     requests: list[dg.RunRequest] = []
     for name, (job, settings) in schedules.items():
-        last = handled.get(name) or _last_recorded_fire(instance, name, scope)
+        last = handled.get(name) or _last_recorded_fire(instance, name)
         if last is None:
             # nothing recorded: a fire before now was due before the schedule was registered (Dagster
             # counts a new schedule's ticks from when the daemon first sees it, too), so none is missed
@@ -187,7 +178,7 @@ def catchup_requests(
         fires = [f for f in _fires_before_latest(settings, last, now) if ticked is None or f < bound]
         handled[name] = last
         for fire in fires[: max(0, MAX_CATCHUP_PER_EVALUATION - len(requests))]:
-            request = fire_request(instance, name, job, fire, catchup=True, scope=scope)
+            request = fire_request(instance, name, job, fire, catchup=True)
             requests.extend([request] if request else [])
             handled[name] = fire
     cursor_out = {name: fire.astimezone(UTC).isoformat() for name, fire in handled.items()}
@@ -207,9 +198,8 @@ def _fires_before_latest(settings: ScheduleSettings, last: datetime, now: dateti
     return list(reversed(fires[1:]))
 
 
-def _last_recorded_fire(instance: dg.DagsterInstance, schedule: str, scope: str | None) -> datetime | None:
-    tags = {SCHEDULE_TAG: schedule} | ({SCOPE_TAG: scope} if scope else {})
-    runs = instance.get_runs(dg.RunsFilter(tags=tags), limit=_RECENT_RUNS)
+def _last_recorded_fire(instance: dg.DagsterInstance, schedule: str) -> datetime | None:
+    runs = instance.get_runs(dg.RunsFilter(tags={SCHEDULE_TAG: schedule}), limit=_RECENT_RUNS)
     fires = [datetime.fromisoformat(r.tags[FIRE_TAG].removeprefix(f"{schedule}:")) for r in runs if FIRE_TAG in r.tags]
     return max(fires, default=None)
 
@@ -227,7 +217,7 @@ def _read_cursor(cursor: str | None) -> dict[str, datetime]:
         ) from e
 
 
-def _schedule(name: str, job: dg.JobDefinition, settings: ScheduleSettings, scope: str | None) -> dg.ScheduleDefinition:
+def _schedule(name: str, job: dg.JobDefinition, settings: ScheduleSettings) -> dg.ScheduleDefinition:
     @dg.schedule(
         name=name,
         cron_schedule=settings.cron,
@@ -238,15 +228,13 @@ def _schedule(name: str, job: dg.JobDefinition, settings: ScheduleSettings, scop
     )
     def _fire(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
         fire = context.scheduled_execution_time or datetime.now(UTC)
-        request = fire_request(context.instance, name, job.name, fire, catchup=False, scope=scope)
+        request = fire_request(context.instance, name, job.name, fire, catchup=False)
         return request or dg.SkipReason(f"{fire_id(name, fire)} already has a run")
 
     return _fire
 
 
-def _catchup_sensor(
-    schedules: Mapping[str, tuple[dg.JobDefinition, ScheduleSettings]], scope: str | None
-) -> dg.SensorDefinition:
+def _catchup_sensor(schedules: Mapping[str, tuple[dg.JobDefinition, ScheduleSettings]]) -> dg.SensorDefinition:
     targets = {name: (job.name, settings) for name, (job, settings) in schedules.items()}
 
     @dg.sensor(
@@ -258,8 +246,7 @@ def _catchup_sensor(
     )
     def _catchup(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         ticked = _newest_ticks(context, targets)
-        now = datetime.now(UTC)
-        requests, cursor = catchup_requests(context.instance, targets, context.cursor, now, ticked, scope)
+        requests, cursor = catchup_requests(context.instance, targets, context.cursor, datetime.now(UTC), ticked)
         return dg.SensorResult(run_requests=requests, cursor=cursor)
 
     return _catchup

@@ -22,7 +22,6 @@ from datacoolie_dagster.schedules import (
     ScheduleSettings,
     build_schedules,
     catchup_requests,
-    fire_request,
     schedule_settings,
 )
 from tests.dagster.conftest import dataflow, definitions, write_metadata
@@ -238,18 +237,3 @@ def test_only_fires_before_the_schedules_newest_tick_are_caught_up(instance: dg.
 
     # the schedule never ticked since the daemon came back: it has not started counting, nothing yet
     assert catchup_requests(instance, targets, cursor, now, {SILVER_SCHEDULE: None})[0] == []
-
-
-def test_a_fire_of_another_code_locations_schedule_of_the_same_name_is_not_ours(
-    instance: dg.DagsterInstance, defs: dg.Definitions
-) -> None:
-    """Two locations with a ``bronze2silver`` stage share the instance: each runs its own fires."""
-    fire = datetime(2024, 3, 1, 9, tzinfo=UTC)
-    theirs = fire_request(instance, SILVER_SCHEDULE, SILVER_JOB, fire, catchup=False, scope="location-a")
-    assert theirs is not None
-    instance.create_run_for_job(defs.resolve_job_def(SILVER_JOB), tags=theirs.tags)  # it ran there
-
-    ours = fire_request(instance, SILVER_SCHEDULE, SILVER_JOB, fire, catchup=False, scope="location-b")
-    assert ours is not None
-    assert ours.tags[FIRE_TAG] == theirs.tags[FIRE_TAG]  # same schedule, same fire: only the scope differs
-    assert fire_request(instance, SILVER_SCHEDULE, SILVER_JOB, fire, catchup=False, scope="location-a") is None
