@@ -7,14 +7,19 @@ ISO>`` and the ``run_key`` of the same value.
 
 Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (issue 10335). With
 ``catchup: true`` one sensor, :data:`CATCHUP_SENSOR`, requests one run per earlier missed fire. A
-fire is never run twice: Dagster dedupes a ``run_key`` only per sensor/schedule name, so both the
-schedule and the sensor first look for a run tagged with the fire and skip it if one exists, and
-the sensor only requests fires *before the schedule's newest tick* in Dagster's tick store: the
-schedule ticks in order and never returns to an earlier fire, so the two never both make one fire
-(a check-then-create by each would race around a fire boundary). The newest fire is the schedule's
-own (Dagster's tick store makes it exactly-once); should its tick not have run it, the sensor picks
-it up once the next tick exists. Fires are counted from the last one recorded, or from when the
-sensor first saw the schedule. Our stage jobs
+fire is never run twice:
+
+* the schedule runs a fire at most once (Dagster's tick store and ``run_key``, per code location);
+* the sensor only requests fires *before the schedule's newest tick* in Dagster's tick store. The
+  schedule ticks in order and never returns to an earlier fire, so no fire is ever the schedule's
+  and the sensor's both — even while the schedule is busy with its newest tick, or when the clock
+  passes the next fire between the two. Should the schedule's tick not have run its fire, the
+  sensor picks it up once the next tick exists;
+* the sensor skips a fire that has a run of THIS code location (tag ``datacoolie/fire`` and
+  Dagster's ``dagster/code_location``: two locations may have a stage, hence a schedule, of the
+  same name), and Dagster launches each of its ``run_key`` s once.
+
+Fires are counted from the last one recorded, or from when the sensor first saw the schedule. Our stage jobs
 are not partitioned, so no fire ever maps to a partition before the first one; a partitioned job
 would need that check here.
 """
@@ -29,6 +34,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
 from dagster._core.remote_origin import RemoteInstigatorOrigin, RemoteRepositoryOrigin  # pinned: dagster 1.13.27
+from dagster._core.storage.tags import CODE_LOCATION_TAG  # pinned: dagster 1.13.27
 from dagster._utils.schedules import cron_string_iterator, is_valid_cron_string  # pinned: dagster 1.13.27
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -129,15 +135,21 @@ def fire_id(schedule: str, fire: datetime) -> str:
     return f"{schedule}:{fire.astimezone(UTC).isoformat()}"
 
 
-def fire_request(
-    instance: dg.DagsterInstance, schedule: str, job: str, fire: datetime, *, catchup: bool
-) -> dg.RunRequest | None:
-    """The run of one fire, or None if a run for it exists already (made by the schedule or the sensor)."""
+def fire_request(schedule: str, job: str, fire: datetime, *, catchup: bool) -> dg.RunRequest:
+    """The run of one fire (its ``run_key`` is the fire: Dagster launches it once per instigator)."""
     key = fire_id(schedule, fire)
-    if instance.get_runs_count(dg.RunsFilter(tags={FIRE_TAG: key})):
-        return None
     tags = AUTOMATED_TAGS | {FIRE_TAG: key, SCHEDULE_TAG: schedule} | ({CATCHUP_TAG: "true"} if catchup else {})
     return dg.RunRequest(run_key=key, job_name=job, tags=tags)
+
+
+def has_run(instance: dg.DagsterInstance, schedule: str, fire: datetime, location: str | None) -> bool:
+    """Whether a run of ``location`` (any, when unknown) was made for the fire."""
+    return bool(instance.get_runs_count(dg.RunsFilter(tags={FIRE_TAG: fire_id(schedule, fire)} | _of(location))))
+
+
+def _of(location: str | None) -> dict[str, str]:
+    # Dagster 1.13.27 tags every run launched from a code location with it (CODE_LOCATION_TAG)
+    return {CODE_LOCATION_TAG: location} if location else {}
 
 
 def catchup_requests(
@@ -146,6 +158,7 @@ def catchup_requests(
     cursor: str | None,
     now: datetime,
     ticked: Mapping[str, datetime | None] | None = None,
+    location: str | None = None,
 ) -> tuple[list[dg.RunRequest], str]:
     """Run requests for the fires each schedule missed before ``now``, and the new cursor.
 
@@ -160,12 +173,12 @@ def catchup_requests(
     requested. Dagster's schedule ticks in order and never goes back to an earlier fire, so such a
     fire is never run by the schedule — even while the schedule is still busy with its newest tick,
     or when the clock passes the next fire between the two evaluations. The fire of that newest tick
-    is the schedule's, whatever ``now`` says.
+    is the schedule's, whatever ``now`` says. ``location``: only runs of this code location count.
     """
     handled = _read_cursor(cursor)
     requests: list[dg.RunRequest] = []
     for name, (job, settings) in schedules.items():
-        last = handled.get(name) or _last_recorded_fire(instance, name)
+        last = handled.get(name) or _last_recorded_fire(instance, name, location)
         if last is None:
             # nothing recorded: a fire before now was due before the schedule was registered (Dagster
             # counts a new schedule's ticks from when the daemon first sees it, too), so none is missed
@@ -178,8 +191,8 @@ def catchup_requests(
         fires = [f for f in _fires_before_latest(settings, last, now) if ticked is None or f < bound]
         handled[name] = last
         for fire in fires[: max(0, MAX_CATCHUP_PER_EVALUATION - len(requests))]:
-            request = fire_request(instance, name, job, fire, catchup=True)
-            requests.extend([request] if request else [])
+            if not has_run(instance, name, fire, location):
+                requests.append(fire_request(name, job, fire, catchup=True))
             handled[name] = fire
     cursor_out = {name: fire.astimezone(UTC).isoformat() for name, fire in handled.items()}
     return requests, json.dumps(cursor_out, sort_keys=True)
@@ -198,8 +211,8 @@ def _fires_before_latest(settings: ScheduleSettings, last: datetime, now: dateti
     return list(reversed(fires[1:]))
 
 
-def _last_recorded_fire(instance: dg.DagsterInstance, schedule: str) -> datetime | None:
-    runs = instance.get_runs(dg.RunsFilter(tags={SCHEDULE_TAG: schedule}), limit=_RECENT_RUNS)
+def _last_recorded_fire(instance: dg.DagsterInstance, schedule: str, location: str | None) -> datetime | None:
+    runs = instance.get_runs(dg.RunsFilter(tags={SCHEDULE_TAG: schedule} | _of(location)), limit=_RECENT_RUNS)
     fires = [datetime.fromisoformat(r.tags[FIRE_TAG].removeprefix(f"{schedule}:")) for r in runs if FIRE_TAG in r.tags]
     return max(fires, default=None)
 
@@ -226,10 +239,9 @@ def _schedule(name: str, job: dg.JobDefinition, settings: ScheduleSettings) -> d
         default_status=dg.DefaultScheduleStatus.RUNNING,
         description=f"Run {job.name} at '{settings.cron}' ({settings.timezone}); catch-up {settings.catchup}.",
     )
-    def _fire(context: dg.ScheduleEvaluationContext) -> dg.RunRequest | dg.SkipReason:
-        fire = context.scheduled_execution_time or datetime.now(UTC)
-        request = fire_request(context.instance, name, job.name, fire, catchup=False)
-        return request or dg.SkipReason(f"{fire_id(name, fire)} already has a run")
+    def _fire(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        # no check for a catch-up run: the sensor never makes a fire at or after this tick
+        return fire_request(name, job.name, context.scheduled_execution_time or datetime.now(UTC), catchup=False)
 
     return _fire
 
@@ -246,7 +258,9 @@ def _catchup_sensor(schedules: Mapping[str, tuple[dg.JobDefinition, ScheduleSett
     )
     def _catchup(context: dg.SensorEvaluationContext) -> dg.SensorResult:
         ticked = _newest_ticks(context, targets)
-        requests, cursor = catchup_requests(context.instance, targets, context.cursor, datetime.now(UTC), ticked)
+        location = context.code_location_origin.location_name if context.code_location_origin else None
+        now = datetime.now(UTC)
+        requests, cursor = catchup_requests(context.instance, targets, context.cursor, now, ticked, location)
         return dg.SensorResult(run_requests=requests, cursor=cursor)
 
     return _catchup

@@ -182,7 +182,8 @@ def test_catchup_runs_each_missed_fire_once_and_never_twice(defs: dg.Definitions
     assert catchup_requests(instance, targets, cursor, now)[0] == []
     assert catchup_requests(instance, targets, None, now)[0] == []
     assert catchup_requests(instance, targets, json.dumps({SILVER_SCHEDULE: "2024-03-01T07:00:00+00:00"}), now)[0] == []
-    assert tick(12) == []
+    # a re-tick asks for the fire under the same run_key, which Dagster launches once per schedule
+    assert [r.run_key for r in tick(12)] == [f"{SILVER_SCHEDULE}:2024-03-01T12:00:00+00:00"]
     assert len(instance.get_runs()) == 5
 
 
@@ -237,3 +238,17 @@ def test_only_fires_before_the_schedules_newest_tick_are_caught_up(instance: dg.
 
     # the schedule never ticked since the daemon came back: it has not started counting, nothing yet
     assert catchup_requests(instance, targets, cursor, now, {SILVER_SCHEDULE: None})[0] == []
+
+
+def test_only_runs_of_this_code_location_count_for_a_fire(defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+    """Two locations with a ``bronze2silver`` stage share the instance: each catches up its own fires."""
+    merged = scheduled(defs, {"bronze2silver": HOURLY})
+    targets = {SILVER_SCHEDULE: (SILVER_JOB, ScheduleSettings.model_validate(HOURLY))}
+    theirs = {FIRE_TAG: f"{SILVER_SCHEDULE}:2024-03-01T09:00:00+00:00", "dagster/code_location": "location-a"}
+    record(instance, merged, [dg.RunRequest(run_key="x", job_name=SILVER_JOB, tags=theirs)])
+    cursor = json.dumps({SILVER_SCHEDULE: "2024-03-01T08:00:00+00:00"})
+    now, ticked = datetime(2024, 3, 1, 10, 30, tzinfo=UTC), {SILVER_SCHEDULE: datetime(2024, 3, 1, 10, tzinfo=UTC)}
+
+    assert catchup_requests(instance, targets, cursor, now, ticked, location="location-a")[0] == []
+    (ours,) = catchup_requests(instance, targets, cursor, now, ticked, location="location-b")[0]
+    assert ours.run_key == f"{SILVER_SCHEDULE}:2024-03-01T09:00:00+00:00"
