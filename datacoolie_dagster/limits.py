@@ -13,7 +13,9 @@ evaluation (the metadata is the source of truth: a limit changed in the UI is se
 ``datacoolie-dagster tick`` runs it too. Until it first ran, ``concurrency.pools.default_limit: 1``
 in our ``dagster.yaml`` holds every pool to one run: a missing sync errs on the strict side.
 
-Stages without a limit declare no pool, so their shards and sensed runs run side by side. One writer
+Stages without a limit declare no pool, so their shards and sensed runs run side by side. Pools are
+named by stage alone (an op's pool is fixed before any code location is known): two code locations
+in one instance with a stage of the same name share its pool, and must agree on its ``max_runs``. One writer
 per destination table across runs: runs of one limited stage hold its pool, so ``max_runs: 1``
 serializes them; beyond that, the engine itself takes a per-table lock around each write.
 """
