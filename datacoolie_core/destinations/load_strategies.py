@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 import polars as pl
 from deltalake import DeltaTable
@@ -48,21 +48,19 @@ class Strategy(Protocol):
 
 def append(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
     """D-06: add the rows; new columns join the schema, missing ones read as null."""
-    if target.table is None:
-        return _create(frame, target)
-    table = delta.write_table(
-        target.table, frame, mode="append", partition_by=target.partition_by, marker=target.marker
-    )
-    return delta.write_metrics(table)
+    return _write(frame, target, "append")
 
 
 def overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
     """D-07: replace rows and schema (dropped columns disappear); earlier versions stay in the log."""
+    return _write(frame, target, "overwrite")
+
+
+def _write(frame: pl.DataFrame, target: DeltaTarget, mode: Literal["append", "overwrite"]) -> DestinationRuntimeInfo:
+    """One plain write commit (a new table is created instead)."""
     if target.table is None:
         return _create(frame, target)
-    table = delta.write_table(
-        target.table, frame, mode="overwrite", partition_by=target.partition_by, marker=target.marker
-    )
+    table = delta.write_table(target.table, frame, mode=mode, partition_by=target.partition_by, marker=target.marker)
     return delta.write_metrics(table)
 
 
