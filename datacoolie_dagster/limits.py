@@ -29,7 +29,7 @@ import dagster as dg
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.partitions import dagster_config
+from datacoolie_dagster.partitions import dagster_option
 
 POOL_PREFIX = "datacoolie/"
 LIMITS_SENSOR = "datacoolie_pool_limits"
@@ -80,7 +80,7 @@ def max_runs_of(dataflows: Iterable[DataFlow], default: int | None = None) -> in
     found: list[int] = []
     issues: list[MetadataIssue] = []
     for dataflow in dataflows:
-        value = (dagster_config(dataflow).model_extra or {}).get("max_runs")
+        value = dagster_option(dataflow, "max_runs")
         if value is None:
             continue
         if not _positive(value):

@@ -103,6 +103,14 @@ def dagster_config(dataflow: DataFlow) -> DagsterConfig:
         raise MetadataError(issues) from None
 
 
+def dagster_option(dataflow: DataFlow, key: str, default: Any = None) -> Any:
+    """An extra key of ``configure.dagster`` (``schedule``, ``sensor``, ``max_runs``), as written.
+
+    Its owner checks the value (with the dataflow and the key in the error).
+    """
+    return (dagster_config(dataflow).model_extra or {}).get(key, default)
+
+
 def table_partitioning(dataflows: list[DataFlow]) -> TablePartitioning | None:
     """The partitioning of a destination table; fan-in dataflows must agree."""
     configs = {d.name: dagster_config(d) for d in dataflows}

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.partitions import dagster_config
+from datacoolie_dagster.partitions import dagster_option
 
 TRIGGER_TAG = "datacoolie/trigger"
 AUTOMATED_TAG = "datacoolie/automated"
@@ -93,7 +93,7 @@ def schedule_settings(
     """
     declared: dict[str, dict[str, ScheduleSettings]] = {}
     for dataflow in dataflows:
-        raw = (dagster_config(dataflow).model_extra or {}).get("schedule")
+        raw = dagster_option(dataflow, "schedule")
         if raw is None:
             continue
         settings = _parse(raw, f"dataflow '{dataflow.name}'", f"configure.{CONFIGURE_KEY}.schedule")

@@ -46,7 +46,7 @@ from datacoolie_core.errors import DataCoolieError, SourceError
 from datacoolie_dagster.assets import TableAsset
 from datacoolie_dagster.constants import CONFIGURE_KEY
 from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
-from datacoolie_dagster.partitions import dagster_config
+from datacoolie_dagster.partitions import dagster_option
 from datacoolie_dagster.tables import DestinationTable, SourceRef, source_refs
 from datacoolie_dagster.translator import DataCoolieTranslator
 
@@ -314,7 +314,7 @@ def triggers_enabled(table: DestinationTable) -> bool:
 
 
 def _sensor_flag(dataflow: DataFlow) -> bool:
-    value = (dagster_config(dataflow).model_extra or {}).get(SENSOR_CONFIG_KEY, True)
+    value = dagster_option(dataflow, SENSOR_CONFIG_KEY, True)
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in (*_TRUE, *_FALSE):
