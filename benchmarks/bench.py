@@ -24,6 +24,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from plain_columns import system_columns  # beside this script (its folder is on sys.path)
+
 SCENARIOS = ("parquet_append", "jsonl_append", "csv_append", "merge_upsert", "incremental_read")
 IMPLS = ("ours", "plain")
 STATUSES = ("new", "paid", "shipped", "delivered", "returned")
@@ -154,13 +156,7 @@ def run_plain(root: Path, scenario: str) -> None:
     import polars as pl
     from deltalake import DeltaTable, write_deltalake
 
-    now = datetime.now(UTC)
-    system = [
-        pl.lit(now).alias("__created_at"),
-        pl.lit(now).alias("__updated_at"),
-        pl.lit("DataCoolie").alias("__updated_by"),
-        pl.lit("run").alias("__dataflow_run_id"),
-    ]
+    system = system_columns(pl)
     target = root / "work" / "bench" / scenario
     if scenario.endswith("_append"):
         fmt = scenario.split("_")[0]

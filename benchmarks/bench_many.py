@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import orders
+from plain_columns import system_columns  # beside this script (its folder is on sys.path)
 
 IMPLS = ("ours", "plain")
 STAGE = "bench_many"
@@ -150,13 +151,7 @@ def run_plain(job: Job) -> dict[str, float]:
     import polars as pl
     from deltalake import write_deltalake
 
-    now = datetime.now(UTC)
-    system = [
-        pl.lit(now).alias("__created_at"),
-        pl.lit(now).alias("__updated_at"),
-        pl.lit("DataCoolie").alias("__updated_by"),
-        pl.lit("run").alias("__dataflow_run_id"),
-    ]
+    system = system_columns(pl)
 
     def one(index: int) -> dict[str, float]:
         started = time.perf_counter()
