@@ -2,7 +2,7 @@
 # Set-up and entry points for a fresh machine that has only Python 3.11 and pip.
 #   ./make.sh example   install, then validate and run the bundled example
 #   ./make.sh test      install, then lint and run the whole test suite
-#   ./make.sh install   only create .venv and install the project (pinned by constraints.txt)
+#   ./make.sh install [dev,oracle]   only create .venv and install the project (pinned by constraints.txt)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,7 +10,9 @@ PYTHON=${PYTHON:-python3}
 VENV=${VENV:-.venv}
 
 install() {
-  local stamp="$VENV/.installed"
+  # $1: the extras to install (default dev); each set of extras has its own stamp.
+  local extras=${1:-dev}
+  local stamp="$VENV/.installed-${extras//,/-}"
   if [[ -f "$stamp" && "$stamp" -nt pyproject.toml && "$stamp" -nt constraints.txt ]]; then
     return
   fi
@@ -18,7 +20,7 @@ install() {
   [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
   # constraints.txt pins every package: no backtracking, the same versions everywhere.
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$extras]"
   touch "$stamp"
 }
 
@@ -51,9 +53,24 @@ ensure_postgres() {
   fi
 }
 
+ensure_java() {
+  # The Spark oracle tests (tests/core/sql/oracle, CSV typing) run Apache Spark in local mode.
+  if command -v java >/dev/null; then
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing Java 17 (Debian package) for the Spark oracle tests..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+  else
+    echo "warning: Java is not installed and this user cannot apt-get it; the Spark oracle tests will skip (and fail under CI)" >&2
+  fi
+}
+
 test() {
-  install
+  install dev,oracle
   ensure_postgres
+  ensure_java
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests benchmarks
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster
@@ -61,7 +78,7 @@ test() {
 }
 
 case "${1:-}" in
-  install) install ;;
+  install) shift; install "$@" ;;
   example) example ;;
   test) shift; test "$@" ;;
   *) echo "usage: ./make.sh install|example|test [pytest args]" >&2; exit 2 ;;

@@ -3,9 +3,12 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from tests.support.spark import start_spark
 
 FIXTURES = Path(__file__).parent / "fixtures"
 METADATA_FIXTURES = FIXTURES / "metadata"
@@ -46,3 +49,26 @@ def document() -> dict[str, Any]:
 def write_json(path: Path, document: Any) -> Path:
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one local-mode SparkSession of the test run (the oracle; tests using it are marked ``spark``)."""
+    session = start_spark()
+    yield session
+    session.stop()
+
+
+# Slow tiers, marked by where they live so the fast tier (`-m "not slow"`) runs in a few minutes:
+# the Spark oracle (JVM), real Dagster daemons, and real PostgreSQL servers.
+_TIERS = {"spark": ("spark",), "daemon": ("daemon",), "postgres": ("postgres", "postgres_server", "postgres_database")}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        name = item.nodeid.lower()
+        for marker, needs in _TIERS.items():
+            if fixtures.intersection(needs) or (marker == "daemon" and "daemon" in name):
+                item.add_marker(getattr(pytest.mark, marker))
+                item.add_marker(pytest.mark.slow)
