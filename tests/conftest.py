@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
