@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.functions import FUNCTION_NAMES, FUNCTION_NODES, SUPPORTED_FUNCTIONS
 from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError, parse_expression
 from datacoolie_core.types import polars_dtype
 
@@ -45,7 +46,7 @@ def compile_expression(
         SqlExpressionError: an unsupported function/construct, or an unknown column (with a schema).
     """
     node = parse_expression(sql) if isinstance(sql, str) else sql
-    return _Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT)).compile(node)
+    return Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT)).compile(node)
 
 
 def validate_expression(sql: str) -> str:
@@ -54,11 +55,11 @@ def validate_expression(sql: str) -> str:
     return sql
 
 
-class _Compiler:
+class Compiler:
     def __init__(self, schema: Schema | None, now: datetime, text: str) -> None:
         self.schema = dict(schema) if schema is not None else None
         self.by_lower = {name.lower(): name for name in self.schema or {}}
-        self.now = now
+        self.now: datetime = now
         self.text = text
 
     def compile(self, node: exp.Expression) -> pl.Expr:
@@ -127,23 +128,23 @@ class _Compiler:
         raise SqlExpressionError(f"expected a string literal, got {node.sql() if node else None!r} (in {self.text!r})")
 
 
-def _literal(c: _Compiler, node: exp.Literal) -> pl.Expr:
+def _literal(c: Compiler, node: exp.Literal) -> pl.Expr:
     if node.is_string:
         return pl.lit(str(node.this), dtype=pl.String)
     text = str(node.this)
     return pl.lit(float(text)) if any(ch in text for ch in ".eE") else pl.lit(int(text))
 
 
-def _binary(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Callable[[_Compiler, exp.Expression], pl.Expr]:
+def _binary(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Callable[[Compiler, exp.Expression], pl.Expr]:
     return lambda c, n: op(c.arg(n), c.arg(n, "expression"))
 
 
-def _unary(op: Callable[[pl.Expr], pl.Expr]) -> Callable[[_Compiler, exp.Expression], pl.Expr]:
+def _unary(op: Callable[[pl.Expr], pl.Expr]) -> Callable[[Compiler, exp.Expression], pl.Expr]:
     return lambda c, n: op(c.arg(n))
 
 
-def _add_or_sub(sign: int) -> Callable[[_Compiler, exp.Expression], pl.Expr]:
-    def handler(c: _Compiler, node: exp.Expression) -> pl.Expr:
+def _add_or_sub(sign: int) -> Callable[[Compiler, exp.Expression], pl.Expr]:
+    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
         right = node.args["expression"]
         if isinstance(right, exp.Interval):
             amount = int(str(right.this.this)) * sign
@@ -155,7 +156,7 @@ def _add_or_sub(sign: int) -> Callable[[_Compiler, exp.Expression], pl.Expr]:
     return handler
 
 
-def _in(c: _Compiler, node: exp.In) -> pl.Expr:
+def _in(c: Compiler, node: exp.In) -> pl.Expr:
     values = node.expressions
     if not values:
         raise SqlExpressionError(f"IN needs a list of values (in {c.text!r})")
@@ -177,8 +178,8 @@ def _python_value(node: exp.Expression) -> Any:
     return float(text) if any(ch in text for ch in ".eE") else int(text)
 
 
-def _like(case_insensitive: bool) -> Callable[[_Compiler, exp.Expression], pl.Expr]:
-    def handler(c: _Compiler, node: exp.Expression) -> pl.Expr:
+def _like(case_insensitive: bool) -> Callable[[Compiler, exp.Expression], pl.Expr]:
+    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
         pattern = c.literal_str(node.args.get("expression"))
         regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
         return c.arg(node).str.contains(("(?is)" if case_insensitive else "(?s)") + f"^{regex}$")
@@ -186,7 +187,7 @@ def _like(case_insensitive: bool) -> Callable[[_Compiler, exp.Expression], pl.Ex
     return handler
 
 
-def _case(c: _Compiler, node: exp.Case) -> pl.Expr:
+def _case(c: Compiler, node: exp.Case) -> pl.Expr:
     subject = node.args.get("this")
     chain: Any = pl
     for branch in node.args.get("ifs") or []:
@@ -200,7 +201,7 @@ def _case(c: _Compiler, node: exp.Case) -> pl.Expr:
     return chain.otherwise(c.compile(default) if default is not None else pl.lit(None))
 
 
-def _if(c: _Compiler, node: exp.If) -> pl.Expr:
+def _if(c: Compiler, node: exp.If) -> pl.Expr:
     otherwise = node.args.get("false")
     return (
         pl.when(c.arg(node))
@@ -209,7 +210,7 @@ def _if(c: _Compiler, node: exp.If) -> pl.Expr:
     )
 
 
-def _cast(c: _Compiler, node: exp.Cast) -> pl.Expr:
+def _cast(c: Compiler, node: exp.Cast) -> pl.Expr:
     to = node.args["to"]
     try:
         dtype = polars_dtype(to.sql(dialect=READ_DIALECT))
@@ -227,93 +228,19 @@ def _cast(c: _Compiler, node: exp.Cast) -> pl.Expr:
     return c.compile(source).cast(dtype, strict=False)
 
 
-def _trim(c: _Compiler, node: exp.Trim) -> pl.Expr:
-    chars = c.literal_str(node.args["expression"]) if node.args.get("expression") else " "
-    position = str(node.args.get("position") or "BOTH").upper()
-    value = c.arg(node)
-    if position == "LEADING":
-        return value.str.strip_chars_start(chars)
-    if position == "TRAILING":
-        return value.str.strip_chars_end(chars)
-    return value.str.strip_chars(chars)
-
-
-def _substring(c: _Compiler, node: exp.Substring) -> pl.Expr:
-    start = c.literal_int(node.args.get("start"))
-    length = node.args.get("length")
-    return c.arg(node).str.slice(max(start - 1, 0), c.literal_int(length) if length is not None else None)
-
-
-def _strftime_format(c: _Compiler, node: exp.Expression) -> str:
-    # sqlglot translates Java/Spark patterns to strftime and marks fixed-width fields "strict"
-    return c.literal_str(node.args.get("format")).replace("strict", "")
-
-
-def _time_to_str(c: _Compiler, node: exp.TimeToStr) -> pl.Expr:
-    return c.temporal(node.this, pl.Datetime).dt.to_string(_strftime_format(c, node))
-
-
-def _to_date(c: _Compiler, node: exp.Expression) -> pl.Expr:
-    if node.args.get("format") is not None:
-        return c.arg(node).cast(pl.String).str.to_date(_strftime_format(c, node), strict=False)
-    return c.temporal(node, pl.Date)
-
-
-def _to_time(c: _Compiler, node: exp.Expression) -> pl.Expr:
-    if node.args.get("format") is not None:
-        return c.arg(node).cast(pl.String).str.to_datetime(_strftime_format(c, node), strict=False)
-    return c.temporal(node, pl.Datetime)
-
-
-def _part(name: str) -> Callable[[_Compiler, exp.Expression], pl.Expr]:
-    return lambda c, n: getattr(c.temporal(n.this, pl.Datetime).dt, name)()
-
-
-def _extract(c: _Compiler, node: exp.Extract) -> pl.Expr:
-    unit = str(node.this.name).upper()
-    if unit not in _EXTRACT:
-        raise SqlExpressionError(f"EXTRACT({unit} ...) is not supported (in {c.text!r})")
-    return getattr(c.temporal(node.args["expression"], pl.Datetime).dt, _EXTRACT[unit])()
-
-
-def _truncate(c: _Compiler, node: exp.Expression) -> pl.Expr:
-    unit = str(node.args["unit"].name).upper()
-    if unit not in _TRUNC_UNITS:
-        raise SqlExpressionError(f"DATE_TRUNC unit '{unit}' is not supported (in {c.text!r})")
-    return c.temporal(node.this, pl.Datetime).dt.truncate(_TRUNC_UNITS[unit])
-
-
-def _date_add(c: _Compiler, node: exp.Expression) -> pl.Expr:
-    unit = str(node.args["unit"].name).upper() if node.args.get("unit") else "DAY"
-    return c.temporal(node.this, pl.Date).dt.offset_by(f"{c.literal_int(node.args['expression'])}{_OFFSET_UNITS[unit]}")
-
-
-def _pad(c: _Compiler, node: exp.Pad) -> pl.Expr:
-    fill = c.literal_str(node.args["fill_pattern"]) if node.args.get("fill_pattern") else " "
-    if len(fill) != 1:
-        raise SqlExpressionError(f"LPAD/RPAD fill must be one character (in {c.text!r})")
-    width = c.literal_int(node.args["expression"])
-    value = c.arg(node)
-    padded = value.str.pad_start(width, fill) if node.args.get("is_left") else value.str.pad_end(width, fill)
-    return padded.str.slice(0, width)
-
-
-def _concat_ws(c: _Compiler, node: exp.ConcatWs) -> pl.Expr:
-    separator, *parts = node.expressions
-    return pl.concat_str([c.compile(p) for p in parts], separator=c.literal_str(separator), ignore_nulls=True)
-
-
-def _anonymous(c: _Compiler, node: exp.Anonymous) -> pl.Expr:
+def _anonymous(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     name = str(node.name).upper()
-    if name in ("NOW", "GETDATE", "SYSDATE", "LOCALTIMESTAMP"):
-        return pl.lit(c.now)
-    raise SqlExpressionError(
-        f"SQL function '{name}' is not supported (in {c.text!r}); supported functions: {', '.join(SUPPORTED_FUNCTIONS)}"
-    )
+    handler = FUNCTION_NAMES.get(name)
+    if handler is None:
+        raise SqlExpressionError(
+            f"SQL function '{name}' is not supported (in {c.text!r}); "
+            f"supported functions: {', '.join(SUPPORTED_FUNCTIONS)}"
+        )
+    return handler(c, node)
 
 
-_HANDLERS: dict[type[exp.Expression], Callable[[_Compiler, Any], pl.Expr]] = {
-    exp.Column: _Compiler.column,
+_HANDLERS: dict[type[exp.Expression], Callable[[Compiler, Any], pl.Expr]] = {
+    exp.Column: Compiler.column,
     exp.Literal: _literal,
     exp.Boolean: lambda c, n: pl.lit(bool(n.this)),
     exp.Null: lambda c, n: pl.lit(None),
@@ -347,59 +274,8 @@ _HANDLERS: dict[type[exp.Expression], Callable[[_Compiler, Any], pl.Expr]] = {
     exp.ILike: _like(True),
     exp.Case: _case,
     exp.If: _if,
-    exp.Coalesce: lambda c, n: pl.coalesce([c.arg(n), *(c.compile(e) for e in n.expressions)]),
-    exp.Nullif: lambda c, n: pl.when(c.arg(n) == c.arg(n, "expression")).then(None).otherwise(c.arg(n)),
-    exp.Nvl2: lambda c, n: pl.when(c.arg(n).is_not_null()).then(c.arg(n, "true")).otherwise(c.arg(n, "false")),
     exp.Cast: _cast,
     exp.TryCast: _cast,
-    exp.Upper: _unary(lambda a: a.str.to_uppercase()),
-    exp.Lower: _unary(lambda a: a.str.to_lowercase()),
-    exp.Trim: _trim,
-    exp.Length: _unary(lambda a: a.str.len_chars()),
-    exp.Substring: _substring,
-    exp.Left: lambda c, n: c.arg(n).str.head(c.literal_int(n.args["expression"])),
-    exp.Right: lambda c, n: c.arg(n).str.tail(c.literal_int(n.args["expression"])),
-    exp.Concat: lambda c, n: pl.concat_str([c.compile(e) for e in n.expressions]),
-    exp.ConcatWs: _concat_ws,
-    exp.Pad: _pad,
-    exp.RegexpReplace: lambda c, n: c.arg(n).str.replace_all(
-        c.literal_str(n.args["expression"]), c.literal_str(n.args["replacement"]) if n.args.get("replacement") else ""
-    ),
-    exp.Round: lambda c, n: c.arg(n).round(c.literal_int(n.args["decimals"]) if n.args.get("decimals") else 0),
-    exp.Floor: _unary(lambda a: a.floor()),
-    exp.Ceil: _unary(lambda a: a.ceil()),
-    exp.Abs: _unary(lambda a: a.abs()),
-    exp.Greatest: lambda c, n: pl.max_horizontal([c.arg(n), *(c.compile(e) for e in n.expressions)]),
-    exp.Least: lambda c, n: pl.min_horizontal([c.arg(n), *(c.compile(e) for e in n.expressions)]),
-    exp.Year: _part("year"),
-    exp.Quarter: _part("quarter"),
-    exp.Month: _part("month"),
-    exp.Day: _part("day"),
-    exp.Hour: _part("hour"),
-    exp.Minute: _part("minute"),
-    exp.Second: _part("second"),
-    exp.Extract: _extract,
-    exp.TimestampTrunc: _truncate,
-    exp.DateTrunc: _truncate,
-    exp.TimeToStr: _time_to_str,
-    exp.TsOrDsToDate: _to_date,
-    exp.StrToDate: _to_date,
-    exp.StrToTime: _to_time,
-    exp.TimeStrToTime: lambda c, n: c.temporal(n, pl.Datetime),
-    exp.TsOrDsAdd: _date_add,
-    exp.DateAdd: _date_add,
-    exp.DateDiff: lambda c, n: (
-        c.temporal(n.this, pl.Date) - c.temporal(n.args["expression"], pl.Date)
-    ).dt.total_days(),
-    exp.CurrentTimestamp: lambda c, n: pl.lit(c.now),
-    exp.CurrentDate: lambda c, n: pl.lit(c.now.date()),
     exp.Anonymous: _anonymous,
+    **FUNCTION_NODES,
 }
-
-SUPPORTED_FUNCTIONS: tuple[str, ...] = (
-    "ABS", "CASE", "CAST", "CEIL", "COALESCE/NVL/IFNULL", "CONCAT", "CONCAT_WS", "CURRENT_DATE",
-    "CURRENT_TIMESTAMP/NOW", "DATEDIFF", "DATE_ADD", "DATE_FORMAT", "DATE_TRUNC", "DAY", "EXTRACT", "FLOOR",
-    "GREATEST", "HOUR", "IF", "LEAST", "LEFT", "LENGTH", "LOWER", "LPAD", "LTRIM", "MINUTE", "MONTH", "NULLIF",
-    "NVL2", "QUARTER", "REGEXP_REPLACE", "RIGHT", "ROUND", "RPAD", "RTRIM", "SECOND", "SUBSTRING", "TO_DATE",
-    "TO_TIMESTAMP", "TRIM", "UPPER", "YEAR",
-)  # fmt: skip
