@@ -59,16 +59,21 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-# Slow tiers, marked by where they live so the fast tier (`-m "not slow"`) runs in a few minutes:
-# the Spark oracle (JVM), real Dagster daemons, and real PostgreSQL servers.
-_TIERS = {"spark": ("spark",), "daemon": ("daemon",), "postgres": ("postgres", "postgres_server", "postgres_database")}
+# Slow tiers, so the fast tier (`-m "not slow"`) runs in a few minutes: the Spark oracle (JVM), real
+# PostgreSQL servers (marked by the fixtures they use) and real Dagster daemons (marked `daemon` where
+# they start one).
+_FIXTURE_TIERS = {"spark": ("spark",), "postgres": ("postgres_url", "postgres_server", "postgres_database")}
+_SLOW = ("spark", "postgres", "daemon")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        name = item.nodeid.lower()
-        for marker, needs in _TIERS.items():
-            if fixtures.intersection(needs) or (marker == "daemon" and "daemon" in name):
+        for marker, needs in _FIXTURE_TIERS.items():
+            if fixtures.intersection(needs):
                 item.add_marker(getattr(pytest.mark, marker))
-                item.add_marker(pytest.mark.slow)
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "postgres" in str(callspec.params.get("instance_settings", "")):
+            item.add_marker(pytest.mark.postgres)
+        if any(item.get_closest_marker(name) for name in _SLOW):
+            item.add_marker(pytest.mark.slow)

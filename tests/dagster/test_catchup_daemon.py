@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pytest
 
 from datacoolie_dagster.schedules import CATCHUP_SENSOR, CATCHUP_TAG, FIRE_TAG
 from tests.dagster.conftest import LINEAGE, REPOSITORY, dataflow, write_metadata
 from tests.dagster.daemon_support import Daemon, prepare, running, wait_until
+
+pytestmark = pytest.mark.daemon  # the whole module runs a real Dagster daemon
 
 MISSED = 2
 """Fires the daemons are down for."""

@@ -21,6 +21,8 @@ from datacoolie_dagster.example.generate import land_batch
 from tests.dagster.cli_support import BIN, REPOSITORY, explain
 from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running
 
+pytestmark = pytest.mark.daemon  # the whole module runs a real Dagster daemon
+
 SHARDS = 3
 TIMEOUT = 120.0
 

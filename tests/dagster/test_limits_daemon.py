@@ -21,6 +21,8 @@ RUNS = 4
 CODE_LOCATION = f"""
 from datacoolie_dagster import build_definitions
 
+pytestmark = pytest.mark.daemon  # the whole module runs a real Dagster daemon
+
 defs = build_definitions(
     "metadata.json", state_base_path="state", max_runs={{"{STAGE}": 2}}, include_sensors=False, run_retries=0
 )

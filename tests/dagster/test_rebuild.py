@@ -244,6 +244,7 @@ def test_cli_refuses_a_partition_of_an_unpartitioned_asset(
 # --- queued on a real daemon ---
 
 
+@pytest.mark.daemon
 def test_queued_rebuild_on_a_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     land(tmp_path, "sales/orders", ORDERS)

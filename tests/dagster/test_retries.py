@@ -429,6 +429,7 @@ def _runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
     return [record.dagster_run for record in instance.get_run_records()]
 
 
+@pytest.mark.daemon
 def test_the_daemon_retries_an_automated_run_after_doubling_delays(
     tmp_path: Path, instance_settings: InstanceSettings
 ) -> None:
@@ -480,6 +481,7 @@ def _finished(instance: dg.DagsterInstance, daemon: Daemon, count: int, what: st
     return _runs(instance)
 
 
+@pytest.mark.daemon
 def test_the_daemon_restarts_a_killed_automated_run_once_and_at_once(
     tmp_path: Path, instance_settings: InstanceSettings
 ) -> None:

@@ -331,6 +331,7 @@ def _sensor_ticks(instance: dg.DagsterInstance) -> list[Any]:
     return [t for s in states for t in instance.get_ticks(s.instigator_origin_id, s.selector_id)]
 
 
+@pytest.mark.daemon
 def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(
     tmp_path: Path, instance_settings: InstanceSettings
 ) -> None:
