@@ -54,7 +54,7 @@ def _reject_protected(ctx: TransformContext, rule: MaskingRule, key: str) -> Non
     }
     for column in rule.columns:
         for what, names in protected.items():
-            if reserved_match(column, names):
+            if reserved_match(column, names, ctx.column_name_mode):
                 raise transform_error(
                     ctx, f"{key} masks '{column}', which is {what}", "remove it from the masking rule"
                 )

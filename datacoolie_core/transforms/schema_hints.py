@@ -47,7 +47,7 @@ def _apply_hints(frame: pl.LazyFrame, ctx: TransformContext) -> tuple[pl.LazyFra
     missing: list[str] = []
     casts = 0
     for hint, target in targets:
-        column = find_column(list(schema), hint.column_name)
+        column = find_column(list(schema), hint.column_name, ctx.column_name_mode)
         if column is None:
             missing.append(hint.column_name)
             continue
