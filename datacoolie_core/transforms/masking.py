@@ -1,7 +1,7 @@
 """Slot 84: masking rules (DataCoolie T-12, ``transform.masking_rules``).
 
 Masking runs after partitioning and system columns and before projection and renaming, so rules
-name columns as the source has them. Keys and partition columns cannot be masked: a merge on a
+name columns as the source has them (or by their sanitized names, :mod:`~datacoolie_core.transforms.resolve`). Keys and partition columns cannot be masked: a merge on a
 masked key would match the wrong rows.
 """
 

@@ -1,6 +1,7 @@
 """Slot 85: select / drop / rename columns (DataCoolie T-13, M-35).
 
-Metadata names columns as the source has them (before renames and before the slot-90 sanitizer).
+Metadata names columns as the source has them (before renames and before the slot-90 sanitizer), or
+by their sanitized names (:func:`~datacoolie_core.transforms.resolve.find_column`).
 The columns the write depends on survive every projection: merge keys and partition columns must
 be selected and cannot be dropped or renamed, and framework columns are kept automatically.
 """
