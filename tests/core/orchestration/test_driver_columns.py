@@ -6,7 +6,6 @@ source's spelling (``Order ID``, ``Unit Price (€)``, ``customerName``) and the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -278,9 +277,6 @@ def test_snake_mode_resolves_camel_case_names_both_ways(tmp_path: Path) -> None:
 
 
 # --- the stored watermark's key ----------------------------------------------------------------
-
-
-Edit = Callable[[dict[str, Any]], None]
 
 
 def test_a_watermark_saved_under_one_spelling_still_reads_after_metadata_switches(tmp_path: Path) -> None:
