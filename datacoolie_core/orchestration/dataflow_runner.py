@@ -33,7 +33,7 @@ from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer
-from datacoolie_core.transforms.resolve import final_destination, final_names
+from datacoolie_core.transforms.resolve import final_destination, final_window
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.serializer import serialize_watermark
@@ -159,14 +159,9 @@ def _write(
     )
     if journaled and run.journal is not None and sequence is not None:  # no watermark: nothing to settle
         run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
-    # metadata names raw or sanitized columns; the writer gets the names the sanitizer produced
-    mode = run.run_config.column_name_mode
+    mode = run.run_config.column_name_mode  # metadata may name raw columns; the writer sees the sanitized ones
     destination = final_destination(dataflow.destination, data.columns, mode)
-    window = _replace_window(dataflow, result)
-    if window is not None:
-        window = ReplaceWindow(
-            dict(zip(final_names(data.columns, window.bounds, mode), window.bounds.values(), strict=True))
-        )
+    window = final_window(_replace_window(dataflow, result), data.columns, mode)
     info.destination = writer.write(data, destination, marker=marker, window=window)
     faults.crash_point(faults.AFTER_COMMIT)
 

@@ -18,7 +18,9 @@ resolve as Spark resolves them (ignoring case), against the columns of their slo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -28,6 +30,9 @@ from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.sql import SqlExpressionError, compile_expression
 from datacoolie_core.transforms.base import ColumnNameMode, TransformContext
 from datacoolie_core.transforms.column_names import sanitize_name
+
+if TYPE_CHECKING:
+    from datacoolie_core.destinations.base import ReplaceWindow
 
 _IGNORE_HINT = "fix the name, or set transform.configure.missing_column_policy to 'ignore' to skip it"
 _STRICT_HINT = "fix the name; this column must exist whatever missing_column_policy says"
@@ -99,6 +104,16 @@ def final_destination(destination: Destination, names: Sequence[str], mode: Colu
     return destination.model_copy(
         update={"merge_keys": final_names(names, destination.merge_keys, mode), "partition_columns": partitions}
     )
+
+
+def final_window(
+    window: ReplaceWindow | None, names: Sequence[str], mode: ColumnNameMode = "lower"
+) -> ReplaceWindow | None:
+    """A ``replace_by_watermark`` window keyed by the (sanitized) data's column names, not the watermark's keys."""
+    if window is None:
+        return None
+    bounds = {find_column(names, column, mode) or column: bound for column, bound in window.bounds.items()}
+    return dataclasses.replace(window, bounds=bounds)
 
 
 def missing_column_error(
