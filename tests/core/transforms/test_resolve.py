@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from datacoolie_core.destinations.base import ReplaceWindow
 from datacoolie_core.errors import TransformError
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import Destination
-from datacoolie_core.transforms.resolve import final_destination, final_names, find_column, same_column
+from datacoolie_core.transforms.resolve import final_destination, final_names, final_window, find_column, same_column
 
 RAW = ["Order ID", "Unit Price (€)", "customerName", "HTTPStatus"]
 SANITIZED = ["order_id", "unit_price", "customername", "httpstatus"]
@@ -100,3 +101,11 @@ def test_final_destination_spells_merge_keys_and_partitions_as_the_data() -> Non
     assert final.merge_keys_extended == ["order_id", "region"]
     assert final.connection.name == "lake"  # still bound to its connection
     assert destination.merge_keys == ["Order ID"]  # the metadata itself is left alone
+
+
+def test_final_window_keys_the_bounds_by_the_written_column() -> None:
+    window = ReplaceWindow({"Order Date": ("2025-01-01", "2025-01-03")})
+    assert final_window(window, ["order_id", "order_date"]) == ReplaceWindow(
+        {"order_date": ("2025-01-01", "2025-01-03")}
+    )
+    assert final_window(None, ["order_date"]) is None
