@@ -129,3 +129,8 @@ class CommitConflictError(DestinationError, TransientError):
 
 class SourceConnectionError(SourceError, TransientError):
     """A source's server or storage could not be reached; another attempt may succeed."""
+
+
+class SourceShapeError(SourceError, TerminalError):
+    """The source's columns do not fit the metadata (a file lacks a watermark column, a merge key or a
+    hinted column); the same files fail the same way on every attempt, so it is not retried."""

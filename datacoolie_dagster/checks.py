@@ -19,6 +19,7 @@ import polars as pl
 from datacoolie_core.columns import IS_CURRENT
 from datacoolie_core.errors import WatermarkError
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
 
 if TYPE_CHECKING:
@@ -97,8 +98,9 @@ def _watermarks_behind(
 
 def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
     destination = asset.table.first.destination
-    keys = destination.merge_keys_extended
     frame = pl.scan_delta(os.path.abspath(destination.path or ""))
+    # metadata may name raw source columns; the table has the sanitized names (the resource runs in lower mode)
+    keys = final_names(frame.collect_schema().names(), destination.merge_keys_extended)
     if destination.load_type == "scd2":
         frame = frame.filter(pl.col(IS_CURRENT))
     counts: Any = frame.select(pl.len().alias("rows"), pl.struct(keys).n_unique().alias("keys")).collect().row(0)

@@ -30,8 +30,10 @@ from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
 from datacoolie_core.sources import get_reader
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
+from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer
+from datacoolie_core.transforms.resolve import final_destination, final_window
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.serializer import serialize_watermark
@@ -129,6 +131,8 @@ def _read(dataflow: DataFlow, run: DataflowRun) -> ReadResult | None:
         read_range=run.read_range,
         reference_time=run.reference_time,
         allowed_function_prefixes=tuple(run.run_config.allowed_function_prefixes),
+        column_name_mode=run.run_config.column_name_mode,
+        expected_columns=expected_columns(dataflow, run.run_config.column_name_mode),
     )
     return get_reader(dataflow.source.connection.format or "").read(dataflow.source, request)
 
@@ -155,7 +159,10 @@ def _write(
     )
     if journaled and run.journal is not None and sequence is not None:  # no watermark: nothing to settle
         run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
-    info.destination = writer.write(data, dataflow.destination, marker=marker, window=_replace_window(dataflow, result))
+    mode = run.run_config.column_name_mode  # metadata may name raw columns; the writer sees the sanitized ones
+    destination = final_destination(dataflow.destination, data.columns, mode)
+    window = final_window(_replace_window(dataflow, result), data.columns, mode)
+    info.destination = writer.write(data, destination, marker=marker, window=window)
     faults.crash_point(faults.AFTER_COMMIT)
 
 

@@ -11,6 +11,7 @@ import polars as pl
 
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.models.runtime import SourceRuntimeInfo, utc_now
+from datacoolie_core.transforms.base import ColumnNameMode
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,16 @@ class ReadRange:
 
 
 @dataclass(frozen=True)
+class ExpectedColumn:
+    """A column the dataflow's metadata needs from the source, and the key that names it."""
+
+    name: str
+    """As metadata spells it (raw or sanitized: resolved by :func:`~datacoolie_core.transforms.resolve.find_column`)."""
+    key: str
+    """The metadata key, for the error: ``destination.merge_keys``, ``transform.schema_hints``."""
+
+
+@dataclass(frozen=True)
 class ReadRequest:
     """What to read beyond the source's own metadata."""
 
@@ -38,6 +49,11 @@ class ReadRequest:
     """"Now" for closing-day look-back; fixed once per run so retries read the same window."""
     allowed_function_prefixes: tuple[str, ...] = ()
     """Dotted prefixes a python_function source may come from; empty allows all."""
+    column_name_mode: ColumnNameMode = "lower"
+    """The run's ``column_name_mode``: metadata names resolve through it (raw or sanitized spelling)."""
+    expected_columns: tuple[ExpectedColumn, ...] = ()
+    """Columns besides the watermark columns that every file (any source) must have; a missing one
+    fails the read (:mod:`~datacoolie_core.sources.shape`)."""
 
 
 @dataclass

@@ -33,6 +33,7 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
 from datacoolie_core.sources.options import CSV_ALIASES, polars_options
+from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
 
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
@@ -65,6 +66,7 @@ class FileReader:
         if not files:
             return None
         frames = [_tag(scan_file(f.path, fmt, source.read_options, hive=hive, label=label), f) for f in files]
+        check_files([(f.path, frame) for f, frame in zip(files, frames, strict=True)], source, request, label=label)
         lf = pl.concat(frames, how="diagonal_relaxed")
         pseudo = {key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)}
         return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)

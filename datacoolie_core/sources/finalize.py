@@ -1,8 +1,13 @@
 """The shared tail of every read (DataCoolie S-03, S-06): window, filter, one collect, count and max.
 
-Order: the watermark window (or replay range) -> ``source.filter_expression`` -> collect once ->
-count -> new watermark over the surviving rows. Rows the filter drops never advance the watermark
-(F-08). Zero rows is ``None``: the dataflow is skipped and nothing is written.
+Order: the shape check (every required column is there, :mod:`~datacoolie_core.sources.shape`) ->
+the watermark window (or replay range) -> ``source.filter_expression`` -> collect once -> count ->
+new watermark over the surviving rows. Rows the filter drops never advance the watermark (F-08).
+Zero rows is ``None``: the dataflow is skipped and nothing is written.
+
+The new watermark is keyed by the spelling the stored watermark already uses for the column (else
+as metadata spells it, the first time): when metadata switches between ``Order Date`` and
+``order_date``, the stored key keeps its first spelling and still reads.
 """
 
 from __future__ import annotations
@@ -18,8 +23,10 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.models.runtime import SourceRuntimeInfo
 from datacoolie_core.sources.base import ReadRequest, ReadResult
 from datacoolie_core.sources.lookback import effective_lower_bounds
-from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, window_predicate
+from datacoolie_core.sources.shape import check_columns
+from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, stored_key, window_predicate
 from datacoolie_core.sql import SqlExpressionError, compile_expression
+from datacoolie_core.transforms.base import ColumnNameMode
 
 
 def source_label(source: Source) -> str:
@@ -37,7 +44,9 @@ def lower_bounds(source: Source, request: ReadRequest) -> dict[str, Any] | None:
 
 def read_window(source: Source, request: ReadRequest) -> Window | None:
     """The data window of a read (``None``: every row qualifies)."""
-    return build_window(source.watermark_columns, lower_bounds(source, request), request.read_range)
+    return build_window(
+        source.watermark_columns, lower_bounds(source, request), request.read_range, request.column_name_mode
+    )
 
 
 def finalize(
@@ -63,11 +72,13 @@ def finalize(
         ``None`` when no row qualifies, else the rows and the runtime record.
 
     Raises:
-        SourceError: the data cannot be read, or a watermark column is missing.
+        SourceError: the data cannot be read.
+        SourceShapeError: a watermark column, merge key, hinted column ... is missing.
         SqlExpressionError: ``filter_expression`` names an unknown column or is unsupported.
     """
     label = source_label(source)
     schema = _collect_schema(lf, label)
+    check_columns(schema.names(), source, request, label=label)
     window = read_window(source, request)
     if window is not None:
         lf = lf.filter(window_predicate(window, schema, label=label))
@@ -76,7 +87,9 @@ def finalize(
     data = _collect(lf, label)
     if data.height == 0:
         return None
-    after = new_watermark(data, source.watermark_columns, label=label) | dict(pseudo_watermark or {})
+    after = new_watermark(
+        data, source.watermark_columns, label=label, mode=request.column_name_mode, stored=request.watermark
+    ) | dict(pseudo_watermark or {})
     runtime = SourceRuntimeInfo(
         rows_read=data.height,
         watermark_before=dict(request.watermark) if request.watermark else None,
@@ -87,18 +100,30 @@ def finalize(
     return ReadResult(data=data, runtime=runtime)
 
 
-def new_watermark(data: pl.DataFrame, watermark_columns: Iterable[str], *, label: str) -> dict[str, Any]:
-    """Max of each (non-pseudo) watermark column, keyed as in the metadata; all-null columns omitted.
+def new_watermark(
+    data: pl.DataFrame,
+    watermark_columns: Iterable[str],
+    *,
+    label: str,
+    mode: ColumnNameMode = "lower",
+    stored: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Max of each (non-pseudo) watermark column; all-null columns omitted.
+
+    Keyed by the key ``stored`` already has for the column, else as metadata spells it: once saved,
+    a column's key keeps its spelling whichever spelling metadata later uses.
 
     An aware datetime comes back in UTC. A nanosecond maximum is rounded *up* to the microsecond
     (Python datetimes hold microseconds): rounding down would make ``col > stored`` re-read the
     newest rows on every run.
     """
-    columns = [c for c in watermark_columns if not is_pseudo(c)]
-    resolved = {c: resolve_column(c, data.columns, label=label) for c in columns}
+    resolved: dict[str, str] = {}
+    for column in (c for c in watermark_columns if not is_pseudo(c)):
+        name = resolve_column(column, data.columns, label=label, mode=mode)
+        resolved.setdefault(stored_key(stored, column, mode) or column, name)
     maxima = data.select([_max_expr(name, data.schema[name]).alias(key) for key, name in resolved.items()])
     after: dict[str, Any] = {}
-    for key in columns:
+    for key in resolved:
         value = maxima[key][0]
         if isinstance(value, datetime) and value.tzinfo is not None:
             value = value.astimezone(UTC)

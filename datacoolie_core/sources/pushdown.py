@@ -34,6 +34,7 @@ from sqlglot.errors import ParseError
 from datacoolie_core.errors import SourceError
 from datacoolie_core.sources.window import Comparison, Window, resolve_column, typed_bound
 from datacoolie_core.sql import SqlExpressionError, parse_expression
+from datacoolie_core.transforms.base import ColumnNameMode
 
 _OPS: dict[str, type[exp.Binary]] = {">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE}
 _UPPER = ("<", "<=")
@@ -84,7 +85,8 @@ def where_condition(
 def window_condition(window: Window, columns: Columns, dialect: str, *, label: str) -> exp.Expr:
     """The OR of the window's AND-groups, with columns resolved against ``columns``."""
     groups = [
-        exp.and_(*(_comparison(c, columns, dialect, label) for c in group), copy=False) for group in window.groups
+        exp.and_(*(_comparison(c, columns, dialect, label, window.mode) for c in group), copy=False)
+        for group in window.groups
     ]
     return exp.or_(*groups, copy=False)
 
@@ -137,8 +139,10 @@ def _timestamp(value: datetime, dialect: str, upper: bool) -> exp.Expr:
     return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.build(kind))
 
 
-def _comparison(comparison: Comparison, columns: Columns, dialect: str, label: str) -> exp.Expr:
-    name = resolve_column(comparison.column, columns, label=label)
+def _comparison(
+    comparison: Comparison, columns: Columns, dialect: str, label: str, mode: ColumnNameMode = "lower"
+) -> exp.Expr:
+    name = resolve_column(comparison.column, columns, label=label, mode=mode)
     op, value, dtype = comparison.op, comparison.value, columns[name]
     if dtype is not None:
         op, value = typed_bound(op, value, dtype, column=name, label=label)

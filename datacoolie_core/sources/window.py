@@ -7,7 +7,8 @@ column's dtype before comparing; a typed column is never compared against a stri
 Window (S-04, W-08): per watermark column with a stored value ``col > bound``, OR-ed across columns;
 a replay range is ``start <= col < end`` on its one column. Pseudo columns
 (``__file_modification_time``, ``__date_folder_partition__``) are not data columns and are left
-to the file reader. Column names are resolved case-insensitively.
+to the file reader. Column names resolve by the one rule of :mod:`datacoolie_core.transforms.resolve`
+(exact, ignoring case, through the sanitizer), in the data and among the stored watermark's keys.
 
 Conversion rules (:func:`coerce_bound`), by column dtype:
 
@@ -40,9 +41,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import polars as pl
 
 from datacoolie_core.columns import PSEUDO_WATERMARK_COLUMNS
-from datacoolie_core.errors import SourceError
+from datacoolie_core.errors import SourceError, TransformError, WatermarkError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.sources.base import ReadRange
+from datacoolie_core.transforms.base import ColumnNameMode
+from datacoolie_core.transforms.resolve import find_column
 
 Op = Literal[">", ">=", "<", "<="]
 _LOOSER: dict[str, Op] = {">": ">", ">=": ">", "<": "<=", "<=": "<="}
@@ -63,23 +66,45 @@ class Window:
     """An OR of AND-groups of comparisons (one group per watermark column, or the replay range)."""
 
     groups: tuple[tuple[Comparison, ...], ...]
+    mode: ColumnNameMode = "lower"
+    """The run's ``column_name_mode``, for resolving the comparisons' columns."""
 
 
 def is_pseudo(column: str) -> bool:
     return column.lower() in {c.lower() for c in PSEUDO_WATERMARK_COLUMNS}
 
 
-def lookup(values: Mapping[str, Any] | None, column: str) -> Any:
-    """``values[column]``, else the case-insensitive match, else ``None``."""
+def lookup(values: Mapping[str, Any] | None, column: str, mode: ColumnNameMode = "lower") -> Any:
+    """The value stored for ``column`` under any spelling of it (see :func:`stored_key`), else ``None``."""
+    key = stored_key(values, column, mode)
+    return None if key is None or values is None else values[key]
+
+
+def stored_key(values: Mapping[str, Any] | None, column: str, mode: ColumnNameMode = "lower") -> str | None:
+    """The key of ``values`` (a stored watermark) that names ``column``, by the resolve rule.
+
+    A watermark keeps the spelling it was first saved under, so metadata may switch between
+    ``Order Date`` and ``order_date`` without losing it.
+
+    Raises:
+        WatermarkError: two stored keys name the column (the stored watermark must be repaired).
+    """
     if not values:
         return None
-    if column in values:
-        return values[column]
-    return next((v for k, v in values.items() if k.lower() == column.lower()), None)
+    try:
+        return find_column(list(values), column, mode)
+    except TransformError as e:
+        raise WatermarkError(
+            f"the stored watermark has several keys for watermark column '{column}' ({e}); keep the one "
+            "with the newest value and delete the others from the watermark file"
+        ) from e
 
 
 def build_window(
-    watermark_columns: Iterable[str], lower_bounds: Mapping[str, Any] | None, read_range: ReadRange | None
+    watermark_columns: Iterable[str],
+    lower_bounds: Mapping[str, Any] | None,
+    read_range: ReadRange | None,
+    mode: ColumnNameMode = "lower",
 ) -> Window | None:
     """The data window of a read, or ``None`` when every row qualifies.
 
@@ -87,31 +112,33 @@ def build_window(
         watermark_columns: ``source.watermark_columns``.
         lower_bounds: effective lower bounds (after look-back); ignored when a range is given.
         read_range: an explicit replay range; replaces the watermark window entirely.
+        mode: the run's ``column_name_mode``.
     """
     if read_range is not None:
         if is_pseudo(read_range.column):
             return None
         group = [Comparison(read_range.column, ">=", read_range.start)] if read_range.start is not None else []
         group += [Comparison(read_range.column, "<", read_range.end)] if read_range.end is not None else []
-        return Window((tuple(group),)) if group else None
+        return Window((tuple(group),), mode) if group else None
     groups = tuple(
         (Comparison(column, ">", value),)
         for column in watermark_columns
-        if not is_pseudo(column) and (value := lookup(lower_bounds, column)) is not None
+        if not is_pseudo(column) and (value := lookup(lower_bounds, column, mode)) is not None
     )
-    return Window(groups) if groups else None
+    return Window(groups, mode) if groups else None
 
 
-def resolve_column(name: str, columns: Iterable[str], *, label: str) -> str:
-    """The frame's spelling of ``name`` (exact, else case-insensitive).
+def resolve_column(name: str, columns: Iterable[str], *, label: str, mode: ColumnNameMode = "lower") -> str:
+    """The frame's spelling of watermark column ``name`` (exact, ignoring case, or through the sanitizer).
 
     Raises:
-        SourceError: no such column; names the closest one.
+        SourceError: no such column (names the closest one), or several columns match.
     """
     names = list(columns)
-    if name in names:
-        return name
-    match = next((c for c in names if c.lower() == name.lower()), None)
+    try:
+        match = find_column(names, name, mode)
+    except TransformError as e:
+        raise SourceError(f"{label}: watermark column: {e}") from e
     if match is None:
         raise SourceError(
             f"{label}: watermark column '{name}' is not in the data{did_you_mean(name, names)} "
@@ -126,7 +153,7 @@ def window_predicate(window: Window, schema: Mapping[str, pl.DataType], *, label
     for group in window.groups:
         parts = []
         for comparison in group:
-            column = resolve_column(comparison.column, schema, label=label)
+            column = resolve_column(comparison.column, schema, label=label, mode=window.mode)
             parts.append(typed_comparison(pl.col(column), schema[column], comparison.op, comparison.value, label=label))
         groups.append(pl.all_horizontal(parts))
     return pl.any_horizontal(groups)

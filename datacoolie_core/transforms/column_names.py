@@ -1,7 +1,8 @@
 """Slot 90: sanitize column names and put framework columns last (DataCoolie X-11 … X-13, D-18).
 
-This runs last, so every metadata key (merge keys, partitions, hints, rules) uses the names as the
-source has them, while the written table has sanitized names.
+This runs last, so the slots before it see the names as the source has them while the written table
+has sanitized names. Metadata may spell a column either way: :func:`datacoolie_core.transforms.resolve.find_column`
+matches a name through :func:`sanitize_name` too (``Order ID`` and ``order_id`` are one column).
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ import re
 import polars as pl
 
 from datacoolie_core.columns import TRAILING_COLUMNS
+from datacoolie_core.errors import TransformError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.transforms.base import TransformContext
-from datacoolie_core.transforms.resolve import transform_error
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")
 _ACRONYM = re.compile(r"([A-Z]+)([A-Z][a-z])")
@@ -72,7 +73,9 @@ class ColumnNameSanitizer:
         try:
             renames = {name: sanitize_name(name, mode) for name in frame.collect_schema().names()}
         except ValueError as e:
-            raise transform_error(ctx, str(e), "set column_name_mode to 'lower' or 'snake'") from e
+            raise TransformError(
+                f"dataflow '{ctx.dataflow.name}': {e}; set column_name_mode to 'lower' or 'snake'"
+            ) from e
         _refuse_collisions(ctx, renames)
         frame = frame.rename({old: new for old, new in renames.items() if old != new})
         return frame.select(trailing_order(list(renames.values()))), f"{self.name}({mode})"
@@ -85,8 +88,7 @@ def _refuse_collisions(ctx: TransformContext, renames: dict[str, str]) -> None:
     collisions = {final: olds for final, olds in by_final.items() if len(olds) > 1}
     if collisions:
         listed = "; ".join(f"{olds} -> '{final}'" for final, olds in collisions.items())
-        raise transform_error(
-            ctx,
-            f"column sanitization would create duplicate column names: {listed}",
-            "rename or drop one of each group with transform.rename_columns / drop_columns",
+        raise TransformError(
+            f"dataflow '{ctx.dataflow.name}': column sanitization would create duplicate column names: {listed}; "
+            "rename or drop one of each group with transform.rename_columns / drop_columns"
         )

@@ -29,6 +29,6 @@ class ColumnAdder:
         for index, entry in enumerate(entries):
             schema = frame.collect_schema()
             expr = compile_sql(ctx, entry.expression, schema, key=f"transform.additional_columns[{index}].expression")
-            target = find_column(schema.names(), entry.column) or entry.column
+            target = find_column(schema.names(), entry.column, ctx.column_name_mode) or entry.column
             frame = frame.with_columns(expr.alias(target))
         return frame, self.name if stale or entries else None

@@ -57,7 +57,7 @@ def _check_definition(ctx: TransformContext, definition: HashColumn, key: str, n
         )
     if reserved_match(target, TRAILING_COLUMNS):
         raise transform_error(ctx, f"{key}.target_column '{target}' is a framework column", "choose another name")
-    existing = find_column(names, target)
+    existing = find_column(names, target, ctx.column_name_mode)
     if existing is not None:
         raise transform_error(
             ctx, f"{key}.target_column '{target}' already exists in the data as '{existing}'", "choose another name"

@@ -1,7 +1,7 @@
 """Slot 84: masking rules (DataCoolie T-12, ``transform.masking_rules``).
 
 Masking runs after partitioning and system columns and before projection and renaming, so rules
-name columns as the source has them. Keys and partition columns cannot be masked: a merge on a
+name columns as the source has them (or by their sanitized names, :mod:`~datacoolie_core.transforms.resolve`). Keys and partition columns cannot be masked: a merge on a
 masked key would match the wrong rows.
 """
 
@@ -54,7 +54,7 @@ def _reject_protected(ctx: TransformContext, rule: MaskingRule, key: str) -> Non
     }
     for column in rule.columns:
         for what, names in protected.items():
-            if reserved_match(column, names):
+            if reserved_match(column, names, ctx.column_name_mode):
                 raise transform_error(
                     ctx, f"{key} masks '{column}', which is {what}", "remove it from the masking rule"
                 )

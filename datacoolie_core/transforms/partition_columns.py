@@ -28,7 +28,7 @@ class PartitionHandler:
         derived = False
         for index, partition in enumerate(ctx.dataflow.destination.partition_columns):
             schema = frame.collect_schema()
-            existing = find_column(schema.names(), partition.column)
+            existing = find_column(schema.names(), partition.column, ctx.column_name_mode)
             if partition.expression:
                 key = f"destination.partition_columns[{index}].expression"
                 expr = compile_sql(ctx, partition.expression, schema, key=key)

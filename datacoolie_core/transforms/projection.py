@@ -1,6 +1,7 @@
 """Slot 85: select / drop / rename columns (DataCoolie T-13, M-35).
 
-Metadata names columns as the source has them (before renames and before the slot-90 sanitizer).
+Metadata names columns as the source has them (before renames and before the slot-90 sanitizer), or
+by their sanitized names (:func:`~datacoolie_core.transforms.resolve.find_column`).
 The columns the write depends on survive every projection: merge keys and partition columns must
 be selected and cannot be dropped or renamed, and framework columns are kept automatically.
 """
@@ -49,7 +50,7 @@ def _protected(ctx: TransformContext) -> dict[str, list[str]]:
 def _selection(ctx: TransformContext, names: list[str]) -> list[str]:
     wanted = ctx.dataflow.transform.select_columns
     for what, columns in _protected(ctx).items():
-        omitted = [c for c in columns if not reserved_match(c, wanted)]
+        omitted = [c for c in columns if not reserved_match(c, wanted, ctx.column_name_mode)]
         if omitted:
             raise transform_error(
                 ctx,
@@ -78,7 +79,7 @@ def _renames(ctx: TransformContext, names: list[str]) -> dict[str, str]:
         source = resolve_columns(ctx, names, [old], key=key)
         if not source:
             continue
-        clash = find_column(names, new)
+        clash = find_column(names, new, ctx.column_name_mode)
         if clash is not None and clash != source[0]:
             raise transform_error(
                 ctx,
@@ -92,5 +93,5 @@ def _renames(ctx: TransformContext, names: list[str]) -> dict[str, str]:
 def _refuse_protected(ctx: TransformContext, column: str, key: str, verb: str) -> None:
     protected = {**_protected(ctx), "a framework column": list(TRAILING_COLUMNS)}
     for what, names in protected.items():
-        if reserved_match(column, names):
+        if reserved_match(column, names, ctx.column_name_mode):
             raise transform_error(ctx, f"{key}: '{column}' is {what} and {verb}", f"remove '{column}' from {key}")

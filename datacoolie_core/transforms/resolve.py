@@ -1,21 +1,38 @@
-"""Finding metadata's column names in the data, and the errors transformers raise when they can't.
+"""Finding metadata's column names in the data: ONE rule for every metadata key that names a column.
 
-Metadata is written by people (``Customer_ID``) and data comes from files and databases
-(``customer_id``): every lookup ignores case. An exact match wins over a case-insensitive one, so a
-frame holding both ``ID`` and ``id`` still resolves ``id``; two case-insensitive candidates and no
-exact one is ambiguous and an error.
+Metadata is written by people against the source (``Order ID``, ``Customer_ID``), while the
+column-name sanitizer (slot 90) makes the written table's names (``order_id``). A name in metadata
+may use either spelling, and it is resolved the same way wherever it is used, by three tiers:
+
+1. **exactly** as spelled;
+2. else **ignoring case** (DataCoolie and Spark resolve names case-insensitively);
+3. else **through the sanitizer**: the column whose sanitized name equals the wanted name's
+   sanitized name, in the run's ``column_name_mode`` (``Order ID``, ``order id`` and ``order_id``
+   all name one column; in ``snake`` mode so do ``OrderDate`` and ``order_date``).
+
+The first tier that finds anything decides; two candidates in that tier are an error (never a
+guess). Slots before 90 see source names, the writer sees sanitized names: with this rule the same
+metadata works on both sides of the sanitizer. SQL expressions are not names: their identifiers
+resolve as Spark resolves them (ignoring case), against the columns of their slot.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from datacoolie_core.errors import TransformError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.sql import SqlExpressionError, compile_expression
-from datacoolie_core.transforms.base import TransformContext
+from datacoolie_core.transforms.base import ColumnNameMode, TransformContext
+from datacoolie_core.transforms.column_names import sanitize_name
+
+if TYPE_CHECKING:
+    from datacoolie_core.destinations.base import ReplaceWindow
 
 _IGNORE_HINT = "fix the name, or set transform.configure.missing_column_policy to 'ignore' to skip it"
 _STRICT_HINT = "fix the name; this column must exist whatever missing_column_policy says"
@@ -26,20 +43,77 @@ def transform_error(ctx: TransformContext, message: str, hint: str) -> Transform
     return TransformError(f"dataflow '{ctx.dataflow.name}': {message}; {hint}")
 
 
-def find_column(names: Sequence[str], wanted: str) -> str | None:
-    """The data's column named ``wanted`` ignoring case (exact spelling first), or ``None``.
+def name_key(name: str, mode: ColumnNameMode = "lower") -> str:
+    """What two spellings of one column have in common: the sanitized name, ignoring case."""
+    return sanitize_name(name, mode).lower()
+
+
+def same_column(a: str, b: str, mode: ColumnNameMode = "lower") -> bool:
+    """Whether two metadata names name one column (they sanitize to the same name)."""
+    return name_key(a, mode) == name_key(b, mode)
+
+
+def find_column(names: Sequence[str], wanted: str, mode: ColumnNameMode = "lower") -> str | None:
+    """The data's column that ``wanted`` names (exact, else ignoring case, else sanitized), or ``None``.
+
+    Args:
+        names: the frame's column names.
+        wanted: a column name as metadata spells it.
+        mode: the run's ``column_name_mode``.
 
     Raises:
-        TransformError: no exact match and several columns differ from ``wanted`` only by case.
+        TransformError: the first tier that matches finds several columns.
+
+    Example:
+        >>> find_column(["Order ID", "Unit Price (€)"], "order_id")
+        'Order ID'
+        >>> find_column(["order_id", "unit_price"], "Unit Price (€)")
+        'unit_price'
     """
     if wanted in names:
         return wanted
-    matches = [name for name in names if name.lower() == wanted.lower()]
-    if len(matches) > 1:
-        raise TransformError(
-            f"column '{wanted}' matches {matches} ignoring case; rename the source columns or spell the name exactly"
-        )
-    return matches[0] if matches else None
+    tiers = (
+        ("ignoring case", lambda name: name.lower() == wanted.lower()),
+        (f"after sanitizing ({mode})", lambda name: name_key(name, mode) == name_key(wanted, mode)),
+    )
+    for how, matches_wanted in tiers:
+        matches = [name for name in names if matches_wanted(name)]
+        if len(matches) > 1:
+            raise TransformError(
+                f"column '{wanted}' matches {matches} {how}; rename the source columns or spell the name exactly"
+            )
+        if matches:
+            return matches[0]
+    return None
+
+
+def final_names(names: Sequence[str], wanted: Iterable[str], mode: ColumnNameMode = "lower") -> list[str]:
+    """``wanted`` in the data's spelling, duplicates dropped; a name not found is kept as written."""
+    return list(dict.fromkeys(find_column(names, name, mode) or name for name in wanted))
+
+
+def final_destination(destination: Destination, names: Sequence[str], mode: ColumnNameMode = "lower") -> Destination:
+    """``destination`` with its merge keys and partition columns spelled as the (sanitized) data has them.
+
+    The writer matches names only ignoring case; this gives it the names the sanitizer produced,
+    so ``merge_keys: ["Order ID"]`` writes against the column ``order_id``. Names the data lacks stay
+    as written, for the writer's own error.
+    """
+    partitions = [p.model_copy(update={"column": find_column(names, p.column, mode) or p.column})
+                  for p in destination.partition_columns]  # fmt: skip
+    return destination.model_copy(
+        update={"merge_keys": final_names(names, destination.merge_keys, mode), "partition_columns": partitions}
+    )
+
+
+def final_window(
+    window: ReplaceWindow | None, names: Sequence[str], mode: ColumnNameMode = "lower"
+) -> ReplaceWindow | None:
+    """A ``replace_by_watermark`` window keyed by the (sanitized) data's column names, not the watermark's keys."""
+    if window is None:
+        return None
+    bounds = {find_column(names, column, mode) or column: bound for column, bound in window.bounds.items()}
+    return dataclasses.replace(window, bounds=bounds)
 
 
 def missing_column_error(
@@ -76,14 +150,14 @@ def resolve_columns(
     """
     resolved: list[str] = []
     for column in wanted:
-        found = find_column(names, column)
+        found = find_column(names, column, ctx.column_name_mode)
         if found is not None:
             resolved.append(found)
         elif strict:
             raise missing_column_error(ctx, key, column, names, hint=_STRICT_HINT)
         elif not ignores_missing(ctx):
             raise missing_column_error(ctx, key, column, names)
-    return resolved
+    return list(dict.fromkeys(resolved))  # two spellings of one column name it once
 
 
 def column_names(frame: pl.LazyFrame) -> list[str]:
@@ -91,9 +165,9 @@ def column_names(frame: pl.LazyFrame) -> list[str]:
     return frame.collect_schema().names()
 
 
-def reserved_match(name: str, reserved: Iterable[str]) -> str | None:
-    """The member of ``reserved`` equal to ``name`` ignoring case, or ``None``."""
-    return next((r for r in reserved if r.lower() == name.lower()), None)
+def reserved_match(name: str, reserved: Iterable[str], mode: ColumnNameMode = "lower") -> str | None:
+    """The member of ``reserved`` naming the same column as ``name`` (see :func:`same_column`), or ``None``."""
+    return next((r for r in reserved if same_column(r, name, mode)), None)
 
 
 def compile_sql(ctx: TransformContext, sql: str, schema: pl.Schema, *, key: str) -> pl.Expr:

@@ -6,7 +6,7 @@ import polars as pl
 
 from datacoolie_core.columns import IS_CURRENT, SCD2_COLUMNS, VALID_FROM, VALID_TO
 from datacoolie_core.transforms.base import TransformContext
-from datacoolie_core.transforms.resolve import compile_sql, dtype_of, reserved_match
+from datacoolie_core.transforms.resolve import compile_sql, dtype_of, find_column, reserved_match
 
 KEY = "destination.configure.scd2_effective_column"
 
@@ -26,7 +26,9 @@ class SCD2ColumnAdder:
         if destination.load_type != "scd2" or not sql:
             return frame, None
         frame = frame.drop([name for name in frame.collect_schema().names() if reserved_match(name, SCD2_COLUMNS)])
-        valid_from = compile_sql(ctx, sql, frame.collect_schema(), key=KEY)
+        schema = frame.collect_schema()
+        named = find_column(schema.names(), sql, ctx.column_name_mode)  # a column name in any spelling, or SQL
+        valid_from = pl.col(named) if named is not None else compile_sql(ctx, sql, schema, key=KEY)
         dtype = dtype_of(frame, valid_from)
         frame = frame.with_columns(
             valid_from.alias(VALID_FROM),

@@ -23,8 +23,10 @@ class SchemaConverter:
     """Cast hinted columns, then re-label naive timestamps as UTC.
 
     Hints apply only when the source connection's ``use_schema_hint`` is true. A hinted column the
-    data lacks is skipped with ONE warning listing them all (never an error); an unknown type name
-    is an error (DataCoolie skipped the cast silently). Label ``SchemaConverter(N casts)``.
+    source lacks already failed the read (:mod:`datacoolie_core.sources.shape`) unless
+    ``missing_column_policy`` is ``ignore``; then it is skipped with ONE warning listing them all,
+    as DataCoolie does. An unknown type name is an error (DataCoolie skipped the cast silently).
+    Label ``SchemaConverter(N casts)``.
     """
 
     name = "SchemaConverter"
@@ -47,7 +49,7 @@ def _apply_hints(frame: pl.LazyFrame, ctx: TransformContext) -> tuple[pl.LazyFra
     missing: list[str] = []
     casts = 0
     for hint, target in targets:
-        column = find_column(list(schema), hint.column_name)
+        column = find_column(list(schema), hint.column_name, ctx.column_name_mode)
         if column is None:
             missing.append(hint.column_name)
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import polars as pl
@@ -15,6 +16,7 @@ from datacoolie_dagster.checks import UNIQUE_KEYS
 from tests.dagster.conftest import (
     ORDERS_CSV,
     PARTITIONS,
+    dataflow,
     definitions,
     failure_message,
     key,
@@ -181,3 +183,22 @@ def test_unique_merge_keys_check_passes_after_a_merge_and_catches_duplicates(
     assert checks[("silver/sales/orders", UNIQUE_KEYS)] is False
     assert not second.success
     assert UNIQUE_KEYS in failure_message(second)
+
+
+def test_unique_merge_keys_check_resolves_merge_keys_spelled_as_raw_names(
+    lake: Path, instance: dg.DagsterInstance
+) -> None:
+    def raw_keys(document: dict[str, Any]) -> None:
+        silver = dataflow(document, "orders_to_silver")
+        silver["destination"]["merge_keys"] = ["Order ID"]
+        silver["transform"]["deduplicate_columns"] = ["Order ID"]
+
+    defs = definitions(lake, edit=raw_keys)
+    land_lineage(lake)
+
+    result = materialize(defs, instance, ["bronze/sales/orders", "silver/sales/orders"])
+
+    checks = {(e.asset_key.to_user_string(), e.check_name): e for e in result.get_asset_check_evaluations()}
+    evaluation = checks[("silver/sales/orders", UNIQUE_KEYS)]
+    assert evaluation.passed is True
+    assert evaluation.metadata["merge_keys"].value == ["order_id", "order_month"]

@@ -234,3 +234,23 @@ def test_postgres_session_is_read_only(pg: Any) -> None:
     query = f'SELECT id FROM "{schema}".orders FOR UPDATE'
     with pytest.raises(SourceError, match="read-only transaction"):
         read(pg_source(configure, query=query))
+
+
+def test_sqlite_watermark_in_the_sanitized_spelling_is_pushed_down_on_the_raw_column(tmp_path: Path) -> None:
+    path = tmp_path / "raw.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute('CREATE TABLE orders ("Order ID" INTEGER, "Changed At" TEXT)')
+        conn.executemany("INSERT INTO orders VALUES (?, ?)", [(1, "2024-01-01"), (2, "2024-01-02")])
+    conn.close()
+    source = sqlite_source(path, table="orders", watermark_columns=["changed_at"])
+
+    run1 = read_ok(source)
+    assert run1.runtime.watermark_after == {"changed_at": "2024-01-02"}
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO orders VALUES (3, '2024-01-03')")
+    conn.close()
+    run2 = read_ok(source, stored({"Changed At": "2024-01-01"}))  # a watermark saved under the raw spelling
+
+    assert "\"Changed At\" > '2024-01-01'" in run2.runtime.source_action["query"]
+    assert run2.data["Order ID"].to_list() == [2, 3]
+    assert run2.runtime.watermark_after == {"Changed At": "2024-01-03"}

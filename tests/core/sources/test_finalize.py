@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from datacoolie_core.errors import SourceShapeError
 from datacoolie_core.sources import ReadRequest
 from datacoolie_core.sources.finalize import finalize, new_watermark
 from datacoolie_core.sql import SqlExpressionError
@@ -51,3 +52,20 @@ def test_new_watermark_aware_max_in_utc_and_null_columns_omitted() -> None:
     assert after == {"TS": datetime(2024, 1, 1, 12, tzinfo=UTC)}
     assert after["TS"].utcoffset().total_seconds() == 0
     assert after["TS"].tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    ("stored", "key"),
+    [(None, "order_date"), ({"Order Date": "2025-01-01"}, "Order Date"), ({"ORDER_DATE": "2025-01-01"}, "ORDER_DATE")],
+    ids=["first-save-as-metadata-spells-it", "keeps-the-stored-raw-spelling", "keeps-the-stored-upper-spelling"],
+)
+def test_new_watermark_keeps_the_key_it_was_first_saved_under(stored: dict[str, str] | None, key: str) -> None:
+    frame = pl.DataFrame({"Order Date": ["2025-01-01", "2025-01-03"]})
+    assert new_watermark(frame, ["order_date"], label="s", stored=stored) == {key: "2025-01-03"}
+
+
+def test_finalize_checks_the_shape_before_reading() -> None:
+    source = SOURCE.model_copy(update={"watermark_columns": ["Order Date"]})
+    lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)]})
+    with pytest.raises(SourceShapeError, match=r"source 'x.y' \(connection 'src'\): the source lacks 'Order Date'"):
+        finalize(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})

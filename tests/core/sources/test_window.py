@@ -9,14 +9,16 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from datacoolie_core.errors import SourceError
+from datacoolie_core.errors import SourceError, WatermarkError
 from datacoolie_core.sources.base import ReadRange
 from datacoolie_core.sources.window import (
     Comparison,
     Window,
     build_window,
     coerce_bound,
+    lookup,
     resolve_column,
+    stored_key,
     typed_bound,
     window_predicate,
 )
@@ -125,6 +127,49 @@ def test_resolve_column_case_insensitive_and_suggests() -> None:
     assert resolve_column("UPDATED_AT", ["id", "updated_at"], label="s") == "updated_at"
     with pytest.raises(SourceError, match=r"'updatd_at' is not in the data; did you mean 'updated_at'\?"):
         resolve_column("updatd_at", ["id", "updated_at"], label="s")
+
+
+def test_resolve_column_through_the_sanitizer_in_the_run_mode() -> None:
+    assert resolve_column("order_date", ["Order Date", "id"], label="s") == "Order Date"
+    assert resolve_column("Order Date", ["order_date", "id"], label="s") == "order_date"
+    assert resolve_column("order_date", ["orderDate"], label="s", mode="snake") == "orderDate"
+    with pytest.raises(
+        SourceError, match=r"s: watermark column: column 'order_date' matches \['Order Date', 'order-date'\]"
+    ):
+        resolve_column("order_date", ["Order Date", "order-date"], label="s")
+
+
+@pytest.mark.parametrize(
+    ("stored", "column", "key"),
+    [
+        ({"Order Date": 1}, "Order Date", "Order Date"),
+        ({"Order Date": 1}, "order_date", "Order Date"),
+        ({"order_date": 1}, "Order Date", "order_date"),
+        ({"ORDER DATE": 1, "n": 2}, "order date", "ORDER DATE"),
+        ({"Order Date": 1, "order_date": 2}, "order_date", "order_date"),
+        ({"n": 1}, "Order Date", None),
+        (None, "Order Date", None),
+    ],
+    ids=["exact", "stored-raw-read-sanitized", "stored-sanitized-read-raw", "ignoring-case", "exact-wins",
+         "absent", "first-run"],
+)  # fmt: skip
+def test_a_stored_watermark_reads_under_any_spelling_of_its_column(
+    stored: dict[str, Any] | None, column: str, key: str | None
+) -> None:
+    assert stored_key(stored, column) == key
+    assert lookup(stored, column) == (stored[key] if stored and key else None)
+
+
+def test_two_stored_keys_for_one_column_is_an_error_not_a_guess() -> None:
+    with pytest.raises(WatermarkError, match=r"several keys for watermark column 'order_date'.*delete the others"):
+        lookup({"Order Date": 1, "order-date": 2}, "order_date")
+
+
+def test_build_window_reads_the_stored_value_under_another_spelling() -> None:
+    window = build_window(["order_date"], {"Order Date": "2025-01-01"}, None, "lower")
+    assert window == Window(((Comparison("order_date", ">", "2025-01-01"),),), "lower")
+    frame = pl.DataFrame({"Order Date": ["2024-12-31", "2025-01-02"]})
+    assert _keep(frame, window)["Order Date"].to_list() == ["2025-01-02"]
 
 
 def _keep(frame: pl.DataFrame, window: Window) -> pl.DataFrame:
