@@ -274,7 +274,7 @@ def masked_streams() -> Iterator[None]:
     Python-level writes only: a C extension writing to file descriptor 1 or 2 bypasses it.
     """
     streams = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = MaskingStream(streams[0]), MaskingStream(streams[1])  # type: ignore[assignment]
+    sys.stdout, sys.stderr = MaskingStream(streams[0]), MaskingStream(streams[1])
     try:
         yield
     finally:
