@@ -1,9 +1,10 @@
 """An adversarial deployment: connections whose secrets come from the environment, and sources that
-put those secrets into errors, logs and prints for real.
+put those secrets into errors, logs and prints for real; and the grep that looks for them.
 
-:func:`write_deployment` writes the metadata; :data:`SECRETS` are the values the environment holds
-(``DC_LEAK_<NAME>``). The function sources below are named by ``source.python_function``
+:func:`write_deployment` writes the metadata and returns the environment it needs
+(``DC_LEAK_<NAME>`` = secret). The function sources below are named by ``source.python_function``
 (``tests.adversarial.leaky.<name>``): they receive the connection with its secrets resolved.
+:func:`scan` searches every file of the artifacts for every spelling of every secret.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import json
 import logging
 import socket
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, quote_plus
+from urllib.parse import quote, quote_plus, urlsplit
 
 import polars as pl
 
@@ -131,3 +132,55 @@ def leaky_api(*, source: Source, watermark: Any, read_range: ReadRange | None) -
 def api_rows(*, source: Source, watermark: Any, read_range: ReadRange | None) -> pl.DataFrame:
     """A good API client: it succeeds (its table is written) and keeps its secrets to itself."""
     return pl.DataFrame({"id": [1, 2], "token_length": [len(str(source.connection.configure.token))] * 2})
+
+
+# --- the grep ---------------------------------------------------------------------------------
+
+USERINFO_SAFE = "!$&'()*+,;=:"
+
+
+def spellings(secret: str, user: str | None = None) -> set[str]:
+    """How an output can spell ``secret``, computed here independently of the code under test."""
+    forms = {
+        secret, quote(secret, safe=""), quote(secret), quote_plus(secret), quote(secret, safe=USERINFO_SAFE),
+        b64(secret), base64.urlsafe_b64encode(secret.encode()).decode(),
+        json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], repr(secret)[1:-1],
+    }  # fmt: skip
+    forms |= {json.dumps(f)[1:-1] for f in list(forms)}  # JSON inside JSON (Dagster's serialized events)
+    if user:
+        forms.add(b64(f"{user}:{secret}"))
+    password = urlsplit(secret).password if "://" in secret else None
+    if password:
+        forms |= spellings(password)
+    return {f for f in forms if len(f) >= 4}
+
+
+@dataclass
+class Scan:
+    """What :func:`scan` read and found."""
+
+    files: list[Path] = field(default_factory=list)
+    forms: int = 0
+    hits: list[str] = field(default_factory=list)
+
+    def kinds(self) -> set[str]:
+        """Which kinds of artifact were read (``system_logs``, ``compute_logs``, ``_delta_log``, ``sqlite`` ...)."""
+        found = set()
+        for path in self.files:
+            parts = set(path.parts)
+            found |= parts & {"system_logs", "dataflow_run_log", "job_run_log", "compute_logs", "_delta_log"}
+            if path.suffix == ".db":
+                found.add("sqlite")
+        return found
+
+
+def scan(roots: list[Path], secrets: dict[str, str], user: str = API_USER) -> Scan:
+    """Every file under ``roots``, read as bytes, searched for every spelling of every secret."""
+    needles = {(name, form) for name, value in secrets.items() for form in spellings(value, user)}
+    result = Scan(forms=len(needles))
+    for root in roots:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            result.files.append(path)
+            data = path.read_bytes()
+            result.hits += [f"{path}: {name} as {form!r}" for name, form in needles if form.encode() in data]
+    return result
