@@ -46,7 +46,6 @@ class _Registry:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.values: set[str] = set()
         self.forms: set[str] = set()
         self.pattern: re.Pattern[str] | None = None
 
@@ -56,7 +55,6 @@ class _Registry:
         with self.lock:
             if forms <= self.forms:
                 return False
-            self.values.add(value)
             self.forms |= forms
             ordered = sorted(self.forms, key=len, reverse=True)  # a form containing another is masked whole
             self.pattern = re.compile("|".join(map(re.escape, ordered)))
@@ -104,7 +102,6 @@ def has_secrets() -> bool:
 def clear_secrets() -> None:
     """Forget every registered secret (tests; a long-lived process after rotating its secrets)."""
     with _registry.lock:
-        _registry.values.clear()
         _registry.forms.clear()
         _registry.pattern = None
 

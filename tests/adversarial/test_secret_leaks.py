@@ -96,12 +96,14 @@ def test_an_in_process_materialization_stores_no_secret(
             raise_on_error=False,
         )
         failure = "\n".join(
-            e.step_failure_data.error.to_string() for e in result.all_events if e.is_step_failure and e.step_failure_data.error
+            e.step_failure_data.error.to_string()
+            for e in result.all_events
+            if e.is_step_failure and e.step_failure_data.error
         )
         messages = [e.message or "" for e in instance.all_logs(result.run_id)]
     assert not result.success
     assert all(f"- {name} [" in failure for name in FAILING), failure
-    assert "invalid percent-encoded token: \"***\"" in failure
+    assert 'invalid percent-encoded token: "***"' in failure
     assert [m.asset_key.to_user_string() for m in result.asset_materializations_for_node("datacoolie_tables")] == [
         "lake/leaks/api_ok"
     ]
@@ -136,7 +138,7 @@ def test_dagster_cli_runs_store_no_secret(deployment: Deployment, tmp_path: Path
         runs = instance.get_runs()
         assert [r.status for r in runs] == [dg.DagsterRunStatus.FAILURE] * 2
         failures = [_step_failures(instance, r.run_id) for r in runs]
-    assert all("invalid percent-encoded token: \"***\"" in text for text in failures), failures
+    assert all('invalid percent-encoded token: "***"' in text for text in failures), failures
 
     result = scan([deployment.root, home, captured], deployment.secrets)
     assert_clean(result, {"system_logs", "dataflow_run_log", "_delta_log", "compute_logs", "sqlite"})

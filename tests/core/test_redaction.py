@@ -91,7 +91,9 @@ def test_secrets_shorter_than_the_minimum_are_not_masked_and_reported(
         register_secret(secret)
     assert (mask(f"x {secret} y") == "x *** y") is masked
     reported = [r.getMessage() for r in caplog.records if r.name == "datacoolie.secrets"]
-    assert reported == ([] if masked else ["a secret shorter than 4 characters is not masked in output; use a longer secret"])
+    assert reported == (
+        [] if masked else ["a secret shorter than 4 characters is not masked in output; use a longer secret"]
+    )
     assert all(secret not in line for line in reported)
 
 
@@ -178,16 +180,22 @@ def test_datacoolie_errors_and_runtime_records_show_no_secret() -> None:
     assert runtime.error_message == "driver said ***"
 
 
-def test_a_masked_error_keeps_the_masked_traceback_and_pickles() -> None:
-    register_secret(SECRET)
+def chained_source_error() -> SourceError:
+    """A ``SourceError`` raised from a driver error that names the secret (percent-encoded)."""
     try:
         try:
             raise ConnectionError(f"refused for {quote(SECRET)}")
         except ConnectionError as e:
             raise SourceError("cannot read the source") from e
     except SourceError as raised:
-        stand_in = MaskedError.of(raised)
-        assert "é" not in format_exception(raised)
+        return raised
+
+
+def test_a_masked_error_keeps_the_masked_traceback_and_pickles() -> None:
+    register_secret(SECRET)
+    raised = chained_source_error()
+    stand_in = MaskedError.of(raised)
+    assert "é" not in format_exception(raised)
     assert stand_in.error_type == "SourceError"
     assert str(stand_in).startswith("datacoolie_core.errors.SourceError: cannot read the source")
     assert "ConnectionError: refused for ***" in str(stand_in)

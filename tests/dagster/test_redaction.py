@@ -16,15 +16,21 @@ from datacoolie_dagster.redaction import mask_event, mask_metadata, masked_step
 SECRET = "Pa ss/w:rd@9+é"
 
 
-def test_a_failure_holding_a_secret_is_replaced_from_none() -> None:
-    register_secret(SECRET)
-    with pytest.raises(dg.Failure) as caught, masked_step():
+def failing_step() -> None:
+    """A step body that fails with a ``dg.Failure`` naming the secret, caused by a driver error."""
+    with masked_step():
         try:
             raise ConnectionError(f"refused {quote_plus(SECRET)}")
         except ConnectionError as e:
             raise dg.Failure(
                 description=f"load failed: {SECRET}", metadata={"url": f"pg://u:{quote(SECRET, safe='')}@h"}
             ) from e
+
+
+def test_a_failure_holding_a_secret_is_replaced_from_none() -> None:
+    register_secret(SECRET)
+    with pytest.raises(dg.Failure) as caught:
+        failing_step()
     failure = caught.value
     assert failure.description == "load failed: ***"
     assert failure.metadata["url"] == dg.MetadataValue.text("pg://u:***@h")
