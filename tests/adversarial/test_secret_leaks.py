@@ -16,7 +16,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 import pytest
@@ -153,5 +152,6 @@ def dagster_home(tmp_path: Path) -> Path:
 
 
 def _step_failures(instance: dg.DagsterInstance, run_id: str) -> str:
-    events: list[Any] = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
-    return "\n".join(e.dagster_event.step_failure_data.error.to_string() for e in events)
+    events = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+    errors = [e.dagster_event.step_failure_data.error for e in events if e.dagster_event is not None]
+    return "\n".join(error.to_string() for error in errors if error is not None)

@@ -89,7 +89,9 @@ def test_metadata_values_of_every_kind_are_masked() -> None:
 def test_events_are_rebuilt_only_when_they_hold_a_secret() -> None:
     register_secret(SECRET)
     check = dg.AssetCheckResult(check_name="c", passed=True, metadata={"why": SECRET})
-    result = dg.MaterializeResult(asset_key="t", metadata={"rows": 2}, check_results=[check])
+    result: dg.MaterializeResult[None] = dg.MaterializeResult(
+        asset_key="t", metadata={"rows": 2}, check_results=[check]
+    )
     masked = mask_event(result)
     assert masked.metadata == {"rows": 2}
     assert masked.check_results[0].metadata == {"why": dg.MetadataValue.text("***")}
