@@ -33,6 +33,11 @@ SECRET = 'Pa ss/w:rd@9+é"x'
 USER = "etl_user"
 
 
+def shows_secret(text: str) -> bool:
+    """Whether ``text`` holds the secret raw or percent-encoded (what the tests below raise)."""
+    return any(form in text for form in (SECRET, quote(SECRET), quote(SECRET, safe=""), quote_plus(SECRET)))
+
+
 def b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
@@ -150,7 +155,7 @@ def test_every_log_record_is_masked_at_creation_whatever_the_logger() -> None:
     assert "failed with '***'" in text
     assert "RuntimeError: inner ***" in text
     assert "ValueError: outer ***" in text
-    assert "é" not in text
+    assert not shows_secret(text)
 
 
 def test_the_masking_filter_masks_records_created_before_the_secret() -> None:
@@ -195,7 +200,7 @@ def test_a_masked_error_keeps_the_masked_traceback_and_pickles() -> None:
     register_secret(SECRET)
     raised = chained_source_error()
     stand_in = MaskedError.of(raised)
-    assert "é" not in format_exception(raised)
+    assert not shows_secret(format_exception(raised))
     assert stand_in.error_type == "SourceError"
     assert str(stand_in).startswith("datacoolie_core.errors.SourceError: cannot read the source")
     assert "ConnectionError: refused for ***" in str(stand_in)

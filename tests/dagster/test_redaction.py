@@ -16,6 +16,11 @@ from datacoolie_dagster.redaction import mask_event, mask_metadata, masked_step
 SECRET = "Pa ss/w:rd@9+é"
 
 
+def shows_secret(text: str) -> bool:
+    """Whether ``text`` holds the secret raw or percent-encoded (what the tests below raise)."""
+    return any(form in text for form in (SECRET, quote(SECRET), quote(SECRET, safe=""), quote_plus(SECRET)))
+
+
 def failing_step() -> None:
     """A step body that fails with a ``dg.Failure`` naming the secret, caused by a driver error."""
     with masked_step():
@@ -38,7 +43,7 @@ def test_a_failure_holding_a_secret_is_replaced_from_none() -> None:
     assert failure.__suppress_context__
     text = "".join(traceback.format_exception(failure))
     assert "ConnectionError" not in text
-    assert "é" not in text
+    assert not shows_secret(text)
 
 
 def test_any_other_error_holding_a_secret_becomes_a_masked_error() -> None:
@@ -46,7 +51,7 @@ def test_any_other_error_holding_a_secret_becomes_a_masked_error() -> None:
     with pytest.raises(MaskedError, match=r"ValueError: bad dsn \*\*\*") as caught, masked_step():
         raise ValueError(f"bad dsn {quote(SECRET)}")
     assert caught.value.error_type == "ValueError"
-    assert "é" not in "".join(traceback.format_exception(caught.value))
+    assert not shows_secret("".join(traceback.format_exception(caught.value)))
 
 
 def test_an_error_without_a_secret_passes_untouched() -> None:
