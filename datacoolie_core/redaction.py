@@ -135,9 +135,12 @@ def format_exception(error: BaseException) -> str:
 def secret_forms(value: str, *, users: Iterable[str] = ()) -> set[str]:
     """Every spelling of ``value`` that :func:`mask` replaces (only forms of at least the minimum length).
 
-    A URL-valued secret adds the forms of its userinfo password (a driver echoes the password alone).
+    A URL-valued secret adds the forms of its userinfo password (a driver echoes the password alone);
+    a multi-line secret (a PEM key) adds each of its lines (line-by-line output splits it).
     """
     forms = _text_forms(value) | _base64_forms(value, users)
+    for line in {line.strip() for line in value.splitlines()} - {value}:
+        forms |= _text_forms(line)
     parts = urlsplit(value) if "://" in value else None
     password = parts.password if parts is not None else None
     if password and password != value:

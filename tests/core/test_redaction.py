@@ -176,6 +176,16 @@ def test_the_stream_masks_a_secret_written_in_pieces() -> None:
     assert target.getvalue() == '{"password": "***"}\npartial ***'
 
 
+def test_each_line_of_a_multi_line_secret_is_masked_in_line_by_line_output() -> None:
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n-----END PRIVATE KEY-----"
+    register_secret(key)
+    target = io.StringIO()
+    stream = MaskingStream(target)
+    for line in f"client key:\n{key}\n".splitlines(keepends=True):  # a logger writing line by line
+        stream.write(line)
+    assert target.getvalue() == "client key:\n***\n***\n***\n***\n"
+
+
 def test_datacoolie_errors_and_runtime_records_show_no_secret() -> None:
     register_secret(SECRET)
     error = SourceError(f"cannot open '{SECRET}/orders'")
