@@ -4,7 +4,7 @@ Every error the engine raises on purpose is a :class:`DataCoolieError`. Branches
 wrong (metadata, watermark state, ...); the :class:`TransientError` / :class:`TerminalError` markers
 tell the retry handler whether another attempt can succeed. Errors hold structured fields and build
 their message in ``__init__``; they pickle (process pools, Dagster) because ``__reduce__`` replays the
-constructor arguments.
+constructor arguments. Their text is masked: no registered secret shows in ``str(error)``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from datacoolie_core.redaction import format_exception, mask
+
 Severity = Literal["error", "warning"]
 
 
 class DataCoolieError(Exception):
-    """Root of every error raised by datacoolie_core on purpose."""
+    """Root of every error raised by datacoolie_core on purpose.
+
+    Its text is masked (:func:`~datacoolie_core.redaction.mask`): a message built from a driver
+    error or a path never shows a registered secret, wherever it is printed or logged.
+    """
+
+    def __str__(self) -> str:
+        return mask(super().__str__())
 
 
 class TransientError(DataCoolieError):
@@ -134,3 +143,24 @@ class SourceConnectionError(SourceError, TransientError):
 class SourceShapeError(SourceError, TerminalError):
     """The source's columns do not fit the metadata (a file lacks a watermark column, a merge key or a
     hinted column); the same files fail the same way on every attempt, so it is not retried."""
+
+
+class MaskedError(DataCoolieError):
+    """Stands in for an error whose text held a secret: its type name and masked traceback only.
+
+    Raised ``from None`` at an output boundary (a Dagster step), so nothing downstream serializes
+    the original exception or its chained causes.
+    """
+
+    def __init__(self, error_type: str, traceback_text: str) -> None:
+        self.error_type = error_type
+        self.traceback_text = traceback_text
+        last = traceback_text.rstrip().splitlines()[-1] if traceback_text.strip() else error_type
+        super().__init__(f"{last}\n\nThe original traceback, secrets masked:\n{traceback_text}")
+
+    @classmethod
+    def of(cls, error: BaseException) -> MaskedError:
+        return cls(type(error).__name__, format_exception(error))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (MaskedError, (self.error_type, self.traceback_text))

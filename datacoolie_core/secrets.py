@@ -10,8 +10,9 @@ resolver; any other source goes to the native provider (the platform) with the f
 The built-in ``env`` resolver reads ``os.environ[<arg><key>]``.
 
 Resolved values are :class:`SecretValue` strings: real ``str`` objects (drivers use them as is) whose
-``repr`` is ``'***'``, so a model repr or a ``%r`` in a message never shows them. Log writers still
-redact every registered value (:func:`redact`), because JSON encoding and f-strings see the content.
+``repr`` is ``'***'``, so a model repr or a ``%r`` in a message never shows them. Every resolved value
+is also registered with :mod:`datacoolie_core.redaction`, because f-strings, JSON encoding and driver
+errors see the content: every output of the process masks it from then on.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from typing import Any, Protocol
 
 from datacoolie_core.errors import TerminalError
 from datacoolie_core.models.connection import SECRET_KEYS, Connection
-
-REDACTED = "***"
+from datacoolie_core.redaction import REDACTED as REDACTED  # re-exported: the mask text, defined once
+from datacoolie_core.redaction import register_secrets
 
 
 class SecretError(TerminalError):
@@ -143,7 +144,15 @@ def resolve_connection_secrets(connection: Connection, provider: SecretProvider)
     for source, fields in (connection.secrets_ref or {}).items():
         for field in fields:
             _resolve_field(resolved, provider, source, field)
+    register_connection_secrets(resolved)
     return resolved
+
+
+def register_connection_secrets(connection: Connection) -> None:
+    """Mask every secret ``connection`` holds (:func:`secret_values`) in every output from now on."""
+    configure = connection.configure
+    users = (configure.username, configure.client_id, configure.aws_access_key_id)
+    register_secrets(secret_values(connection), users=users)
 
 
 def _resolve_field(connection: Connection, provider: SecretProvider, source: str, field: str) -> None:

@@ -20,6 +20,7 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.checks import check_results, check_specs
 from datacoolie_dagster.partitions import TablePartitioning, table_partitioning
+from datacoolie_dagster.redaction import masked_events, masked_step
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.results import materialization_metadata
 from datacoolie_dagster.tables import (
@@ -111,10 +112,11 @@ def _multi_asset(members: list[TableAsset], *, name: str, pool: str | None) -> d
     ) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization | dg.AssetCheckResult]:
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         selected = [by_key[k] for k in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string())]
-        if partitioning is None:
-            yield from _run_tables(context, resource, selected)
-        else:
-            yield from _run_partitions(context, resource, selected, partitioning)
+        with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets
+            if partitioning is None:
+                yield from masked_events(_run_tables(context, resource, selected))
+            else:
+                yield from masked_events(_run_partitions(context, resource, selected, partitioning))
 
     return _assets
 

@@ -35,6 +35,7 @@ from dagster._daemon.sensor import execute_sensor_iteration
 from dagster._scheduler.scheduler import launch_scheduled_runs
 from dagster._utils.error import SerializableErrorInfo
 
+from datacoolie_core.cli.output import run_masked
 from datacoolie_dagster.backfill import add_backfill_parser
 from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
 from datacoolie_dagster.rebuild import add_rebuild_parser
@@ -43,7 +44,14 @@ LOGGER = logging.getLogger("datacoolie_dagster.tick")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``datacoolie-dagster`` console script; returns the exit code."""
+    """Entry point of the ``datacoolie-dagster`` console script; returns the exit code.
+
+    Everything it writes is masked (no secret in any output, see ``docs/secrets.md``).
+    """
+    return run_masked(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     return int(args.handler(args))

@@ -28,6 +28,7 @@ from datacoolie_core import DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset
+from datacoolie_dagster.redaction import masked_events, masked_step
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.results import materialization_metadata
 from datacoolie_dagster.tables import DestinationTable, identifier, lineage_levels, writer_rounds
@@ -193,18 +194,19 @@ def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool:
         overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
                                            "stop_on_error", "dry_run")}  # fmt: skip
         runtimes: list[DataFlowRuntimeInfo] = []
-        with resource.driver(**overrides) as driver:
-            dataflows = driver.load_dataflows(shard["stage"])
-            if shard.get("dataflow_ids") is not None:
-                dataflows = [d for d in dataflows if d.dataflow_id in shard["dataflow_ids"]]
-            for level in _run_in_lineage_order(driver, dataflows, assets_by_dataflow):
-                runtimes.extend(level)
-                yield from _materializations(level, assets_by_dataflow)
-        counts = {s: sum(r.status == s for r in runtimes) for s in ("succeeded", "failed", "skipped")}
-        context.log.info(
-            f"shard {shard['job_index']}/{shard['job_num']}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
-        )
-        _raise_failures(runtimes)
+        with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets
+            with resource.driver(**overrides) as driver:
+                dataflows = driver.load_dataflows(shard["stage"])
+                if shard.get("dataflow_ids") is not None:
+                    dataflows = [d for d in dataflows if d.dataflow_id in shard["dataflow_ids"]]
+                for level in _run_in_lineage_order(driver, dataflows, assets_by_dataflow):
+                    runtimes.extend(level)
+                    yield from masked_events(_materializations(level, assets_by_dataflow))
+            counts = {s: sum(r.status == s for r in runtimes) for s in ("succeeded", "failed", "skipped")}
+            context.log.info(
+                f"shard {shard['job_index']}/{shard['job_num']}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
+            )
+            _raise_failures(runtimes)
 
     return run_shard
 
@@ -273,13 +275,16 @@ def _maintenance_job() -> dg.JobDefinition:
             "job_index": config.job_index,
             "retention_hours": config.retention_hours,
         }
-        with resource.driver(**overrides) as driver:
-            result = driver.run_maintenance(
-                connection=config.connection, do_compact=config.do_compact, do_cleanup=config.do_cleanup
+        with masked_step():  # Dagster stores what leaves this body: errors without secrets
+            with resource.driver(**overrides) as driver:
+                result = driver.run_maintenance(
+                    connection=config.connection, do_compact=config.do_compact, do_cleanup=config.do_cleanup
+                )
+            context.log.info(
+                f"maintenance: {result.succeeded} succeeded, {result.failed} failed, {result.skipped} skipped"
             )
-        context.log.info(f"maintenance: {result.succeeded} succeeded, {result.failed} failed, {result.skipped} skipped")
-        if result.failed:
-            raise dg.Failure(description=f"maintenance failed for: {result.failure_summary()}")
+            if result.failed:
+                raise dg.Failure(description=f"maintenance failed for: {result.failure_summary()}")
 
     @dg.job(name=MAINTENANCE_JOB, description="OPTIMIZE and VACUUM every Delta destination once.")
     def _job() -> None:

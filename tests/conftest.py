@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from datacoolie_core.redaction import clear_secrets
 from tests.support.spark import start_spark
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -49,6 +50,13 @@ def document() -> dict[str, Any]:
 def write_json(path: Path, document: Any) -> Path:
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    """The secret registry is process-wide (``datacoolie_core.redaction``): no test sees another's secrets."""
+    yield
+    clear_secrets()
 
 
 @pytest.fixture(scope="session")

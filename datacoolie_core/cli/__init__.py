@@ -1,6 +1,8 @@
 """The ``datacoolie`` command line.
 
-Exit codes for every command: 0 success, 1 some dataflow failed, 2 usage or metadata error.
+Exit codes for every command: 0 success, 1 some dataflow failed, 2 usage or metadata error
+(1 also for an unexpected exception, whose traceback is printed with secrets masked). Everything the
+commands write goes through one masking boundary (:mod:`datacoolie_core.cli.output`).
 """
 
 from __future__ import annotations
@@ -11,11 +13,16 @@ from collections.abc import Sequence
 
 from datacoolie_core.cli import run, validate
 from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
+from datacoolie_core.cli.output import run_masked
 
 __all__ = ["EXIT_DATAFLOW_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_masked(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="datacoolie",
         description="Metadata-driven ETL on Polars + Delta Lake, compatible with DataCoolie metadata.",

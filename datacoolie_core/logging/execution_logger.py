@@ -8,9 +8,10 @@ Layout under the logger's root (the driver uses ``<log_base_path>/execution_logs
 Each dataflow line is written with a single ``os.write`` on an ``O_APPEND`` descriptor, straight to
 the kernel: a SIGKILL loses at most the line being written, and lines of concurrent writers never
 interleave. Dataflow lines are partitioned by the UTC date they are written; the job snapshot stays
-in the partition of the job's start so rewrites replace it. Every registered secret is replaced by
-``***`` in every string of a row, keys included. Storage failures are reported once on the
-``datacoolie.logging`` logger and never raised into the pipeline.
+in the partition of the job's start so rewrites replace it. Every registered secret
+(:mod:`datacoolie_core.redaction`) is replaced by ``***`` in every string of a row, keys included.
+Storage failures are reported once on the ``datacoolie.logging`` logger and never raised into the
+pipeline.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.secrets import REDACTED
+from datacoolie_core.redaction import mask, register_secrets
 
 LOG_SCHEMA_VERSION = 1
 internal_logger = logging.getLogger("datacoolie.logging")
@@ -56,23 +56,20 @@ def file_token(value: str) -> str:
 
 
 class Scrubber:
-    """Turns a value into JSON-ready data with every registered secret replaced by ``***``."""
+    """Turns a value into JSON-ready data with every secret masked (:func:`~datacoolie_core.redaction.mask`).
+
+    A view on the process-wide secret registry: secrets given here are registered there, so every
+    other output masks them too.
+    """
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        self._lock = threading.Lock()
-        self._secrets: set[str] = set()
-        self._pattern: re.Pattern[str] | None = None
         self.add(secrets)
 
     def add(self, secrets: Iterable[str]) -> None:
-        with self._lock:
-            self._secrets |= {str(s) for s in secrets if s}
-            ordered = sorted(self._secrets, key=len, reverse=True)  # longest first: masks a secret whole
-            self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        register_secrets(secrets)
 
     def text(self, value: str) -> str:
-        pattern = self._pattern
-        return pattern.sub(REDACTED, value) if pattern is not None and value else value
+        return mask(value)
 
     def data(self, value: Any) -> Any:
         """JSON-ready copy of ``value``: datetimes ISO, Decimal and paths as text, secrets masked."""

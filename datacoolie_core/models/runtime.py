@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from datacoolie_core.redaction import mask
+
 Status = Literal["pending", "running", "succeeded", "failed", "skipped"]
 OperationType = Literal["etl", "replay", "maintenance"]
 
@@ -95,7 +97,7 @@ class DataFlowRuntimeInfo:
         self.end_time = utc_now()
         self.skip_reason = reason
         if error is not None:
-            self.error_message = str(error)
+            self.error_message = mask(str(error))  # the record is printed, logged and shown in Dagster
             self.error_type = type(error).__name__
 
     def to_dict(self) -> dict[str, Any]:
