@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import reprlib
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -27,9 +28,17 @@ def name_to_uuid(name: str) -> str:
     return str(uuid.uuid5(NAMESPACE, name))
 
 
+_SHORT = reprlib.Repr()
+"""A repr that stops after a few items and two levels: a huge (alias-expanded) value stays cheap."""
+_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 2, 4, 4, 60, 60
+
+
 def describe(value: Any) -> str:
-    """A short description of a value for error messages: ``int 5``, ``str 'x'``."""
-    text = repr(value)
+    """A short description of a value for error messages: ``int 5``, ``str 'x'``.
+
+    Never walks more than a few items of a container, so describing a huge value costs nothing.
+    """
+    text = _SHORT.repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
