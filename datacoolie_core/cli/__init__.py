@@ -1,6 +1,7 @@
 """The ``datacoolie`` command line.
 
-Exit codes for every command: 0 success, 1 some dataflow failed, 2 usage or metadata error.
+Exit codes for every command: 0 success, 1 some dataflow failed, 2 usage or metadata error,
+``128 + signum`` when stopped by SIGTERM (143) or SIGINT (130) (see ``cli.signals``).
 """
 
 from __future__ import annotations
@@ -11,11 +12,21 @@ from collections.abc import Sequence
 
 from datacoolie_core.cli import run, validate
 from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
+from datacoolie_core.cli.signals import exit_code_of, stop_on_signals
 
 __all__ = ["EXIT_DATAFLOW_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with stop_on_signals():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as e:  # SIGINT / SIGTERM anywhere: no traceback, 128 + signum
+            print(f"\ninterrupted ({e or 'SIGINT'}); nothing was left half-written", file=sys.stderr)
+            return exit_code_of(e)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="datacoolie",
         description="Metadata-driven ETL on Polars + Delta Lake, compatible with DataCoolie metadata.",

@@ -59,7 +59,11 @@ def _parse_json(text: str, file: str) -> Any:
     if excess is not None:
         line, column = excess
         raise MetadataError(
-            [MetadataIssue("$", f"the document nests deeper than {MAX_DEPTH} levels at line {line}, column {column}", file=file)],
+            [
+                MetadataIssue(
+                    "$", f"the document nests deeper than {MAX_DEPTH} levels at line {line}, column {column}", file=file
+                )
+            ],
             file=file,
         )
     repeated: list[_Object] = []

@@ -78,7 +78,9 @@ def validate_document(raw: Any, *, file: str | None = None) -> ValidatedDocument
         return report.result((), (), ())
     for key in raw:
         if key not in TOP_LEVEL_KEYS:
-            report.error(_join("", (key,)), f"unknown top-level key {shown(key)}{did_you_mean(str(key), TOP_LEVEL_KEYS)}")
+            report.error(
+                _join("", (key,)), f"unknown top-level key {shown(key)}{did_you_mean(str(key), TOP_LEVEL_KEYS)}"
+            )
     if "connections" not in raw and "dataflows" not in raw:
         report.error("$", "the document needs 'connections' and/or 'dataflows'")
     connections = _validate_connections(raw, report)

@@ -145,5 +145,5 @@ def ensure_confined(root: str, path: str, *, what: str) -> None:
 
 def _within(target: str, base: str) -> bool:
     if base in (".", ""):
-        return not (target == ".." or target.startswith("../") or target.startswith("/"))
+        return not (target == ".." or target.startswith(("../", "/")))
     return target == base or target.startswith(base.rstrip("/") + "/")

@@ -53,8 +53,12 @@ def _table_problems(table: exp.Table) -> list[str]:
     if not isinstance(table.this, exp.Identifier):
         if isinstance(table.this, exp.Func):
             name = _function_name(table.this)
-            return [f"table function {name}() is not allowed; a query may read only the connection's Delta tables by name"]
-        return [f"{shown(table.sql())} is not a table name; name a Delta table of the connection (table or schema.table)"]
+            return [
+                f"table function {name}() is not allowed; a query may read only the connection's Delta tables by name"
+            ]
+        return [
+            f"{shown(table.sql())} is not a table name; name a Delta table of the connection (table or schema.table)"
+        ]
     if table.catalog:
         return [
             f"table {shown(table.sql())} has a catalog part; write table or schema.table under the connection's base_path"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from datacoolie_core.models.connection import Connection
-from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
+from datacoolie_core.models.dataflow import ConnectionRef, DataFlow, Destination, Source
 from datacoolie_core.orchestration.preparation.query import QueryFileError, QueryRoots, resolve_query
 from datacoolie_core.platform.paths import PathEscapeError, ensure_confined
 from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
@@ -75,7 +75,7 @@ def _check_lakehouse_query(prepared: DataFlow, reference: str) -> None:
 
 def _check_confined(prepared: DataFlow, scope: PreparationScope) -> None:
     """Source and destination paths, symlinks resolved, stay under their connection's base_path."""
-    sides = [("destination", prepared.destination)]
+    sides: list[tuple[str, Source | Destination]] = [("destination", prepared.destination)]
     if scope == "etl" and prepared.source.connection.connection_type in ("file", "lakehouse"):
         sides.insert(0, ("source", prepared.source))
     for side, ref in sides:
