@@ -3,7 +3,7 @@
 JSON and YAML parsers keep the last of two equal keys without a word; a duplicated ``load_type``
 would then silently change what a dataflow does, so duplicates are errors here, with their path.
 YAML timestamps stay strings, as in JSON, so a YAML file means the same as its JSON twin.
-Size, nesting depth and YAML alias expansion are bounded (:mod:`datacoolie_core.metadata.limits`).
+Size, nesting depth and YAML alias expansion are bounded (:mod:`datacoolie_core.limits`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 import yaml
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
-from datacoolie_core.metadata.limits import MAX_DEPTH, MAX_FILE_BYTES, BoundedComposer, json_depth_excess
+from datacoolie_core.limits import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
+from datacoolie_core.metadata.bounded_yaml import BoundedComposer
 
 YAML_SUFFIXES = (".yaml", ".yml")
 

@@ -16,6 +16,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
+from datacoolie_core.limits import loads_bounded
+
 NAMESPACE = uuid.UUID("da7ac001-e000-4000-8000-000000000000")
 """Namespace of DataCoolie's deterministic ids: ``uuid5(NAMESPACE, name)``."""
 
@@ -77,7 +79,7 @@ def ensure_list(value: Any) -> list[Any]:
             return []
         if text.startswith("["):
             try:
-                parsed = json.loads(text)
+                parsed = loads_bounded(text)
             except json.JSONDecodeError as e:
                 raise ValueError(f"looks like a JSON array but does not parse: {e.msg}") from None
             if not isinstance(parsed, list):
@@ -118,7 +120,7 @@ def parse_json_object(value: Any) -> dict[str, Any]:
         if not value.strip():
             return {}
         try:
-            parsed = json.loads(value)
+            parsed = loads_bounded(value)
         except json.JSONDecodeError as e:
             raise ValueError(f"expected an object or JSON object text; the text does not parse: {e.msg}") from None
         if not isinstance(parsed, dict):

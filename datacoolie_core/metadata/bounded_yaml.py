@@ -1,51 +1,17 @@
-"""Bounds on a metadata document: file size, nesting depth, YAML alias expansion.
+"""A PyYAML composer that bounds nesting depth and alias expansion (see :mod:`datacoolie_core.limits`).
 
 A 1 KB YAML file with nested aliases (a "billion laughs" bomb) stands for billions of nodes once
-anything walks it, and a JSON document nested 100,000 deep exhausts Python's recursion. The limits
-below are far above any real metadata (a thousand dataflows is a few MB, nesting rarely passes 10)
-and are checked *before* anything recursive or expanding runs, so a violating document fails with a
-:class:`~datacoolie_core.errors.MetadataError` in well under a second.
+anything walks it. The composer refuses it while composing, before any construction, validation
+or ``repr`` could expand it.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
 
-MAX_FILE_BYTES = 50 * 1024 * 1024
-"""Largest metadata file read (50 MiB)."""
-MAX_DEPTH = 64
-"""Deepest nesting of objects/lists (the document root is depth 1)."""
-MAX_NODES = 1_000_000
-"""Most YAML nodes once aliases are expanded (each use of an alias counts its whole subtree)."""
-
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
-"""A JSON string (skipped whole, so brackets inside strings do not count) or a bracket."""
-
-
-def json_depth_excess(text: str, limit: int = MAX_DEPTH) -> tuple[int, int] | None:
-    """``(line, column)`` where ``text`` first nests deeper than ``limit``; ``None`` when it never does.
-
-    A flat scan of strings and brackets, no recursion: it runs before ``json.loads``, whose C
-    decoder recurses once per level.
-    """
-    depth = 0
-    for match in _JSON_TOKEN.finditer(text):
-        char = match.group()
-        if char in "[{":
-            depth += 1
-            if depth > limit:
-                return _line_column(text, match.start())
-        elif char in "]}":
-            depth -= 1
-    return None
-
-
-def _line_column(text: str, offset: int) -> tuple[int, int]:
-    line = text.count("\n", 0, offset) + 1
-    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+from datacoolie_core.limits import MAX_DEPTH, MAX_NODES
 
 
 class LimitError(yaml.MarkedYAMLError):
