@@ -18,7 +18,12 @@ def document(root: Path, *, source: dict[str, Any] | None = None, **destination:
     """One dataflow from lakehouse ``lake`` (``<root>/lake``) to itself; ``source``/``destination`` override."""
     return {
         "connections": [
-            {"name": "lake", "connection_type": "lakehouse", "format": "delta", "configure": {"base_path": str(root / "lake")}},
+            {
+                "name": "lake",
+                "connection_type": "lakehouse",
+                "format": "delta",
+                "configure": {"base_path": str(root / "lake")},
+            },
             {"name": "landing", "format": "csv", "configure": {"base_path": str(root / "landing")}},
         ],
         "dataflows": [

@@ -7,9 +7,9 @@ hypothesis then generates names mixing ``..``, separators, control characters an
 from __future__ import annotations
 
 import json
-import re
 import os
 import posixpath
+import re
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,11 @@ REFUSED_QUERIES = [
     ("unknown-tvf", "SELECT * FROM generate_files('/x')", TABLE_FUNCTION.format("generate_files")),
     ("scalar-call", "SELECT read_csv('/x') AS c FROM raw", r"function read_csv\(\) reads files"),
     ("in-where", "SELECT * FROM raw WHERE id IN (SELECT id FROM read_csv('/x'))", TABLE_FUNCTION.format("read_csv")),
-    ("parent-schema", "SELECT * FROM `../other_folder`.tbl", r"schema name '\.\./other_folder' in the query: .*separator"),
+    (
+        "parent-schema",
+        "SELECT * FROM `../other_folder`.tbl",
+        r"schema name '\.\./other_folder' in the query: .*separator",
+    ),
     ("dotdot-table", "SELECT * FROM `..`", r"table name '\.\.' in the query: '\.' and '\.\.' name no folder"),
     ("quoted-path", "SELECT * FROM `/etc/passwd`", r"table name '/etc/passwd' in the query: .*separator"),
     ("backslash", "SELECT * FROM `..\\x`", r"table name .* in the query: .*separator"),
@@ -228,7 +232,9 @@ def test_any_query_table_name_is_refused_or_is_one_component(name: str) -> None:
 
     if not problems:
         assert name_problem(name) is None
-        assert "/" not in name and "\\" not in name and name.strip() not in (".", "..")
+        assert "/" not in name
+        assert "\\" not in name
+        assert name.strip() not in (".", "..")
     assert all(printable(p) == p for p in problems)
 
 
@@ -364,7 +370,8 @@ def test_datacoolie_validate_exits_2_with_the_path_and_no_traceback(
     result = run_cli("validate", str(path))
 
     assert result.returncode == 2, result.stderr
-    assert f"{path}: dataflows[0]" in result.stderr and shown_text in result.stderr
+    assert f"{path}: dataflows[0]" in result.stderr
+    assert shown_text in result.stderr
     assert "Traceback" not in result.stderr
     assert not any(ch in result.stderr + result.stdout for ch in "\x00\x1b")
 
