@@ -87,6 +87,8 @@ def _watch(read_fd: int) -> None:
                 _force_exit(signums[-1])  # a second signal: stop now
             if signums:
                 received, deadline = signums[0], time.monotonic() + GRACE_SECONDS
+                name = signal.Signals(received).name
+                os.write(2, f"\n{name} received: stopping (at most {GRACE_SECONDS:g}s; again to stop now)\n".encode())
 
 
 def _force_exit(signum: int) -> None:
