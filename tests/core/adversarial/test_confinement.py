@@ -306,6 +306,19 @@ def test_a_destination_symlink_out_of_the_root_is_refused_when_writing(tmp_path:
     assert os.listdir(outside / "target") == []
 
 
+def test_a_source_file_symlinked_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "landing" / "orders").mkdir(parents=True)
+    (tmp_path / "landing" / "orders" / "a.csv").write_text("id\n1\n")
+    (tmp_path / "secret.csv").write_text("password\nhunter2\n")
+    (tmp_path / "landing" / "orders" / "b.csv").symlink_to(tmp_path / "secret.csv")
+
+    runtime = _run(tmp_path, document(tmp_path, source={"connection_name": "landing", "table": "orders"}))
+
+    assert (runtime.status, runtime.error_type) == ("failed", "PathEscapeError")
+    assert "the source file" in (runtime.error_message or "")
+    assert not (tmp_path / "lake" / "out").exists()
+
+
 def test_a_query_over_a_symlinked_table_is_refused(tmp_path: Path) -> None:
     lake, outside = _lake(tmp_path)
     (lake / "linked").symlink_to(outside / "secret", target_is_directory=True)
