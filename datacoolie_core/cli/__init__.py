@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return _main(argv)
         except KeyboardInterrupt as e:  # SIGINT / SIGTERM anywhere: no traceback, 128 + signum
-            print(f"\ninterrupted ({e or 'SIGINT'}); nothing was left half-written", file=sys.stderr)
+            print(f"\ninterrupted ({e or 'stopped by SIGINT'})", file=sys.stderr)
             return exit_code_of(e)
 
 

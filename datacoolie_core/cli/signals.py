@@ -3,12 +3,16 @@
 DataCoolie's runner (contract X-15) closes the driver once and exits ``128 + signum``. We do the
 same, in two steps:
 
-1. the Python handler raises a ``KeyboardInterrupt`` (see :func:`interrupt`) in the main thread, so ``with`` blocks close the
-   driver and the command returns ``128 + signum`` without a traceback;
-2. a watchdog thread, woken through :func:`signal.set_wakeup_fd` (written by the C-level handler the
-   instant the signal arrives, even while the main thread is inside Polars or pydantic-core, where
-   Python handlers cannot run), ends the process with ``os._exit(128 + signum)`` if it is still
-   alive :data:`GRACE_SECONDS` later, or at once on a second signal.
+1. the Python handler raises a ``KeyboardInterrupt`` (see :func:`interrupt`) in the main thread,
+   so ``with`` blocks close the driver and the command returns ``128 + signum`` without a traceback;
+2. a watchdog thread, woken through :func:`signal.set_wakeup_fd` (written by the C-level handler
+   the instant the signal arrives), ends the process with ``os._exit(128 + signum)`` if it is still
+   alive :data:`GRACE_SECONDS` later (the main thread waiting on a dataflow that does not return),
+   or at once on a second signal.
+
+Limit: a thread holding the GIL in one long C call delays both steps until the call returns;
+the metadata bounds (``datacoolie_core.limits``) keep such calls short, and Polars and delta-rs
+release the GIL.
 """
 
 from __future__ import annotations
