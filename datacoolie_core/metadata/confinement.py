@@ -31,8 +31,7 @@ def connection_problems(connection: Connection) -> list[Problem]:
 
 def dataflow_problems(dataflow: DataFlow) -> list[Problem]:
     """Every confinement problem of a validated dataflow (names, paths, the source query)."""
-    found = _name("name", dataflow.name)
-    found += _name("stage", dataflow.stage)
+    found = _folder_part("name", dataflow.name) + _folder_part("stage", dataflow.stage)
     found += _watermark_folder(dataflow)
     source, destination = dataflow.source, dataflow.destination
     path_source = source.connection.connection_type in PATH_CONNECTION_TYPES
@@ -51,6 +50,16 @@ def dataflow_problems(dataflow: DataFlow) -> list[Problem]:
 def _name(path: str, value: str | None, *, component: bool = True) -> list[Problem]:
     problem = value and name_problem(value, component=component)
     return [(path, f"{shown(value)} cannot be used as a name: {problem}")] if problem else []
+
+
+def _folder_part(path: str, value: str | None) -> list[Problem]:
+    """Stage and name form the watermark folder ``{stage}_{name}_{id}``, which refuses any ``..``."""
+    found = _name(path, value)
+    if not found and value and ".." in value:
+        found = [
+            (path, f"{shown(value)} cannot be used as a name: it contains '..', which the watermark folder refuses")
+        ]
+    return found
 
 
 def _watermark_folder(dataflow: DataFlow) -> list[Problem]:

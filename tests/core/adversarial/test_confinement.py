@@ -130,6 +130,7 @@ REFUSED_NAMES: list[tuple[str, dict[str, Any], str, str]] = [
     ("stage-sep", {"stage": "a/b"}, "dataflows[0].stage", SEPARATOR),
     ("name-up", {"name": "../../../../tmp/x"}, "dataflows[0].name", SEPARATOR),
     ("name-control", {"name": "x\x07"}, "dataflows[0].name", CONTROL),
+    ("stage-dots", {"stage": "bronze..silver"}, "dataflows[0].stage", r"contains '\.\.', which the watermark folder"),
     (
         "watermark-folder",
         {"name": "n" * 200, "stage": "s" * 100},
