@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
 from datacoolie_core.cli.progress import Progress
+from datacoolie_core.cli.signals import exit_code_of
 from datacoolie_core.errors import DataCoolieError, MetadataError
 from datacoolie_core.metadata.selection import normalize_names
 from datacoolie_core.models.coerce import did_you_mean
@@ -19,6 +18,7 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_core.platform.paths import printable
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,21 +154,24 @@ def _drive(
     if config is None:
         return EXIT_USAGE
     try:
-        with _graceful_termination(), DataCoolieDriver(
+        with DataCoolieDriver(
             metadata_base_path=args.metadata, state_base_path=args.state_path, log_base_path=args.log_path, config=config
         ) as driver:  # fmt: skip
             progress = Progress(sys.stderr, enabled=not args.json)
             result = operation(driver, progress)
             progress.finish(result)
     except MetadataError as e:
-        print(str(e), file=sys.stderr)
+        print(printable(str(e)), file=sys.stderr)
         return EXIT_USAGE
     except DataCoolieError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(printable(f"error: {e}"), file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("interrupted: the driver was closed; dataflows in flight are settled on the next run", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(
+            f"interrupted ({e or 'SIGINT'}): the driver was closed; dataflows in flight are settled on the next run",
+            file=sys.stderr,
+        )
+        return exit_code_of(e)
     if args.json:
         json.dump(_report(result), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
@@ -182,17 +185,3 @@ def _report(result: ExecutionResult) -> dict[str, Any]:
         # to_dict copies chunk records as objects, which JSON would print as their repr
         row["chunks"] = [chunk.to_dict() for chunk in runtime.chunks]
     return report
-
-
-@contextmanager
-def _graceful_termination() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C: the driver closes cleanly, the command exits non-zero."""
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

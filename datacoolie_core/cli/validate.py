@@ -12,6 +12,7 @@ from datacoolie_core.errors import MetadataError
 from datacoolie_core.metadata.loader import read_metadata_file
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
 from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
+from datacoolie_core.platform.paths import printable
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,13 +82,14 @@ def _print_report(document: ValidatedDocument, failed: bool, out: TextIO, err: T
     for row in rows:
         inactive = "  (inactive)" if not row["is_active"] else ""
         out.write(
-            f"{row['name']:<{width}}  stage={row['stage'] or '-'}  {row['source']} -> {row['destination']}"
-            f"  {row['load_type']}{inactive}\n"
+            printable(
+                f"{row['name']:<{width}}  stage={row['stage'] or '-'}  {row['source']} -> {row['destination']}"
+                f"  {row['load_type']}{inactive}"
+            )
+            + "\n"
         )
-    for issue in document.warnings:
-        err.write(f"{issue}\n")
-    for issue in document.errors:
-        err.write(f"{issue}\n")
+    for issue in (*document.warnings, *document.errors):  # names from the file never reach the terminal raw
+        err.write(printable(str(issue)) + "\n")
     stages = {d.stage for d in document.dataflows if d.stage}
     active = sum(d.is_active for d in document.dataflows)
     summary = (
@@ -97,8 +99,11 @@ def _print_report(document: ValidatedDocument, failed: bool, out: TextIO, err: T
     if failed:
         invalid = f"; invalid: {', '.join(document.invalid_dataflows)}" if document.invalid_dataflows else ""
         err.write(
-            f"INVALID: {len(document.errors)} error(s), {len(document.warnings)} warning(s) in {document.file}; "
-            f"{summary}{invalid}\n"
+            printable(
+                f"INVALID: {len(document.errors)} error(s), {len(document.warnings)} warning(s) in {document.file}; "
+                f"{summary}{invalid}"
+            )
+            + "\n"
         )
     else:
         out.write(f"OK: {summary}; {len(document.warnings)} warning(s)\n")

@@ -3,6 +3,7 @@
 JSON and YAML parsers keep the last of two equal keys without a word; a duplicated ``load_type``
 would then silently change what a dataflow does, so duplicates are errors here, with their path.
 YAML timestamps stay strings, as in JSON, so a YAML file means the same as its JSON twin.
+Size, nesting depth and YAML alias expansion are bounded (:mod:`datacoolie_core.limits`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 import yaml
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
+from datacoolie_core.limits import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
+from datacoolie_core.metadata.bounded_yaml import BoundedComposer
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -22,15 +25,11 @@ def read_metadata_file(path: str | Path) -> Any:
     """Parse ``path`` as YAML (``.yaml``/``.yml``) or JSON (anything else).
 
     Raises:
-        MetadataError: the file cannot be read, does not parse, or repeats a key in an object.
+        MetadataError: the file cannot be read, is over a limit (size, depth, YAML aliases), does not
+            parse, or repeats a key in an object.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise MetadataError(f"cannot read the metadata file: {e.strerror or e}", file=str(path)) from e
-    except UnicodeDecodeError as e:
-        raise MetadataError(f"the metadata file is not UTF-8 text ({e.reason})", file=str(path)) from e
+    text = _read_bounded(path)
     if path.suffix.lower() in (".xlsx", ".xls"):
         raise MetadataError("Excel metadata is not supported; export it to JSON or YAML", file=str(path))
     if path.suffix.lower() in YAML_SUFFIXES:
@@ -38,7 +37,36 @@ def read_metadata_file(path: str | Path) -> Any:
     return _parse_json(text, str(path))
 
 
+def _read_bounded(path: Path) -> str:
+    """The file's text, refusing more than ``MAX_FILE_BYTES`` (read that far only: FIFOs, /dev/zero)."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise MetadataError(f"cannot read the metadata file: {e.strerror or e}", file=str(path)) from e
+    if len(data) > MAX_FILE_BYTES:
+        raise MetadataError(
+            f"the metadata file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; split it or trim it",
+            file=str(path),
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise MetadataError(f"the metadata file is not UTF-8 text ({e.reason})", file=str(path)) from e
+
+
 def _parse_json(text: str, file: str) -> Any:
+    excess = json_depth_excess(text)
+    if excess is not None:
+        line, column = excess
+        raise MetadataError(
+            [
+                MetadataIssue(
+                    "$", f"the document nests deeper than {MAX_DEPTH} levels at line {line}, column {column}", file=file
+                )
+            ],
+            file=file,
+        )
     repeated: list[_Object] = []
     try:
         document = json.loads(text, object_pairs_hook=lambda pairs: _object(pairs, repeated))
@@ -89,8 +117,8 @@ def _find_duplicates(node: Any, path: str) -> list[tuple[str, str]]:
     return found
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys and keeps timestamps as strings."""
+class _StrictLoader(BoundedComposer, yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys, keeps timestamps as strings and bounds depth and aliases."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

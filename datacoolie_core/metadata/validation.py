@@ -18,11 +18,13 @@ from typing import Annotated, Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
+from datacoolie_core.metadata.confinement import connection_problems, dataflow_problems
 from datacoolie_core.models.base import OpenConfigure
 from datacoolie_core.models.coerce import closest, describe, did_you_mean
 from datacoolie_core.models.connection import SECRET_KEYS, Connection
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.transform import SharedSchemaHint
+from datacoolie_core.platform.paths import shown
 
 TOP_LEVEL_KEYS = ("$schema", "connections", "dataflows", "schema_hints", "extensions")
 
@@ -76,7 +78,9 @@ def validate_document(raw: Any, *, file: str | None = None) -> ValidatedDocument
         return report.result((), (), ())
     for key in raw:
         if key not in TOP_LEVEL_KEYS:
-            report.error(_join("", (key,)), f"unknown top-level key '{key}'{did_you_mean(str(key), TOP_LEVEL_KEYS)}")
+            report.error(
+                _join("", (key,)), f"unknown top-level key {shown(key)}{did_you_mean(str(key), TOP_LEVEL_KEYS)}"
+            )
     if "connections" not in raw and "dataflows" not in raw:
         report.error("$", "the document needs 'connections' and/or 'dataflows'")
     connections = _validate_connections(raw, report)
@@ -128,7 +132,7 @@ def _items(raw: dict[str, Any], key: str, report: _Report) -> list[Any]:
 
 def _subject(kind: str, item: Any) -> str | None:
     name = item.get("name") or item.get(f"{kind}_id") if isinstance(item, dict) else None
-    return f"{kind} '{name}'" if isinstance(name, str) and name else None
+    return f"{kind} {shown(name)}" if isinstance(name, str) and name else None
 
 
 def _validate_connections(raw: dict[str, Any], report: _Report) -> dict[str, tuple[int, Connection | None]]:
@@ -145,6 +149,10 @@ def _validate_connections(raw: dict[str, Any], report: _Report) -> dict[str, tup
         name = conn.name if conn else (item.get("name") if isinstance(item, dict) else None)
         if not isinstance(name, str):
             continue
+        if conn is not None and (confined := connection_problems(conn)):
+            for path, message in confined:
+                report.error(f"{prefix}.{path}", message, subject)
+            conn = None
         if name in found:
             report.error(
                 f"{prefix}.name", f"connection name '{name}' is already used by connections[{found[name][0]}]", subject
@@ -191,6 +199,8 @@ def _validate_dataflows(
             and ref.connection_name is not None
             and by_name.get(ref.connection_name) is None
         ]
+        if not problems:  # confinement needs both connections resolved
+            problems += [(f"{prefix}.{path}", message) for path, message in dataflow_problems(dataflow)]
         if dataflow.dataflow_id in ids:
             problems.append(
                 (
@@ -286,7 +296,7 @@ def _message(item: Any, model: type[BaseModel], loc: tuple[str | int, ...]) -> s
         hint = did_you_mean(key, known)
         if not hint and known and len(known) <= 16:
             hint = f" (allowed here: {', '.join(known)})"
-        return f"unknown key '{key}'{hint}"
+        return f"unknown key {shown(key)}{hint}"
     if kind == "missing":
         return f"required key '{key}' is missing"
     if kind == "located":

@@ -11,9 +11,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import reprlib
 import uuid
 from collections.abc import Iterable
 from typing import Any
+
+from datacoolie_core.limits import loads_bounded
 
 NAMESPACE = uuid.UUID("da7ac001-e000-4000-8000-000000000000")
 """Namespace of DataCoolie's deterministic ids: ``uuid5(NAMESPACE, name)``."""
@@ -27,9 +30,17 @@ def name_to_uuid(name: str) -> str:
     return str(uuid.uuid5(NAMESPACE, name))
 
 
+_SHORT = reprlib.Repr()
+"""A repr that stops after a few items and two levels: a huge (alias-expanded) value stays cheap."""
+_SHORT.maxlevel, _SHORT.maxdict, _SHORT.maxlist, _SHORT.maxstring, _SHORT.maxother = 2, 4, 4, 60, 60
+
+
 def describe(value: Any) -> str:
-    """A short description of a value for error messages: ``int 5``, ``str 'x'``."""
-    text = repr(value)
+    """A short description of a value for error messages: ``int 5``, ``str 'x'``.
+
+    Never walks more than a few items of a container, so describing a huge value costs nothing.
+    """
+    text = _SHORT.repr(value)
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
@@ -68,7 +79,7 @@ def ensure_list(value: Any) -> list[Any]:
             return []
         if text.startswith("["):
             try:
-                parsed = json.loads(text)
+                parsed = loads_bounded(text)
             except json.JSONDecodeError as e:
                 raise ValueError(f"looks like a JSON array but does not parse: {e.msg}") from None
             if not isinstance(parsed, list):
@@ -109,7 +120,7 @@ def parse_json_object(value: Any) -> dict[str, Any]:
         if not value.strip():
             return {}
         try:
-            parsed = json.loads(value)
+            parsed = loads_bounded(value)
         except json.JSONDecodeError as e:
             raise ValueError(f"expected an object or JSON object text; the text does not parse: {e.msg}") from None
         if not isinstance(parsed, dict):

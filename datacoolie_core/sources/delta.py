@@ -3,6 +3,9 @@
 Table mode scans ``base_path/schema_name/table`` lazily at the table's current version and records
 that version in ``source_action["version"]``.
 
+Every path is confined to the connection's ``base_path`` (symlinks resolved), and a query may name
+only tables (:mod:`datacoolie_core.sql.references`): Polars' file-reading table functions are refused.
+
 Query mode (``source.query``) runs the SQL on Polars' SQL engine: every table the query names
 (``schema.table`` or ``table``, found with sqlglot; CTE names excepted) is registered from
 ``base_path/<schema>/<table>`` of the source's connection; an unqualified name is looked up under
@@ -24,9 +27,11 @@ from sqlglot.errors import ParseError
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.coerce import build_path, did_you_mean
 from datacoolie_core.models.dataflow import Source
+from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.sources.base import ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize, source_label
 from datacoolie_core.sql.lineage import query_tables
+from datacoolie_core.sql.references import query_reference_problems
 
 
 class DeltaReader:
@@ -37,8 +42,9 @@ class DeltaReader:
         if source.query:
             lf, action = _read_query(source, source.query, label)
         else:
-            if not source.path:
+            if not source.path or not source.connection.base_path:
                 raise SourceError(f"{label}: a Delta source needs base_path and table (or a query)")
+            ensure_confined(source.connection.base_path, source.path, what="source table")
             table = open_table(source.path, label)
             lf, action = scan_table(table, source.path, label), {"path": source.path, "version": table.version()}
         return finalize(lf, source, request, source_action=action)
@@ -81,6 +87,9 @@ def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, d
     base = source.connection.base_path
     if not base:
         raise SourceError(f"{label}: a query over Delta tables needs the connection's base_path")
+    problems = query_reference_problems(query)
+    if problems:
+        raise SourceError(f"{label}: source.query is refused: {'; '.join(problems)}")
     context = pl.SQLContext()
     tables: dict[str, dict[str, Any]] = {}
     for schema, name in referenced_tables(query, label):
@@ -103,6 +112,7 @@ def _resolve_table(base: str, schema: str | None, name: str, default_schema: str
         candidates = [build_path(base, default_schema, name)] if default_schema else []
         candidates.append(build_path(base, name))
     for path in candidates:
+        ensure_confined(base, path, what=f"table '{name}' of source.query")
         if os.path.isdir(os.path.join(path, "_delta_log")):
             return path
     known = list_delta_tables(base)

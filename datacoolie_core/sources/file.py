@@ -30,6 +30,7 @@ import polars as pl
 from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME, FILE_NAME, FILE_PATH
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
+from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
 from datacoolie_core.sources.options import CSV_ALIASES, polars_options
@@ -60,6 +61,8 @@ class FileReader:
         folder = _folder(source, label)
         hive = source.connection.configure.use_hive_partitioning
         listed = list_files(folder, EXTENSIONS[fmt], recursive=hive, label=label)
+        for info in listed:  # a file symlinked out of the root is refused (docs/confinement.md)
+            ensure_confined(source.connection.base_path or folder, info.path, what="source file")
         files = prune_by_mtime(listed, source, request, label=label)
         action: dict[str, Any] = {"path": folder, "format": fmt, "files_listed": len(listed),
                                   "files_read": [f.path for f in files]}  # fmt: skip

@@ -173,11 +173,12 @@ def test_unqualified_query_tables_resolve_under_the_source_schema(lake: Path) ->
 def test_free_text_stage_names_build(lake: Path) -> None:
     def edit(document: dict[str, Any]) -> None:
         for flow in document["dataflows"]:
-            flow["stage"] = "landing 2/bronze (eu)" if flow["stage"] == "landing2bronze" else flow["stage"]
+            # free text, but no '/': a stage is part of the watermark folder (docs/confinement.md)
+            flow["stage"] = "landing 2:bronze (eu)" if flow["stage"] == "landing2bronze" else flow["stage"]
 
     defs = definitions(lake, edit=edit)
     assert specs(defs)["bronze/sales/orders"].group_name == "landing_2_bronze__eu_"
-    assert specs(defs)["bronze/sales/orders"].metadata["datacoolie/stage"] == "landing 2/bronze (eu)"
+    assert specs(defs)["bronze/sales/orders"].metadata["datacoolie/stage"] == "landing 2:bronze (eu)"
     assert defs.resolve_job_def("datacoolie_landing_2_bronze__eu_") is not None
 
 

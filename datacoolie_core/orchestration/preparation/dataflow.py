@@ -12,9 +12,11 @@ from __future__ import annotations
 from typing import Literal
 
 from datacoolie_core.models.connection import Connection
-from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
+from datacoolie_core.models.dataflow import ConnectionRef, DataFlow, Destination, Source
 from datacoolie_core.orchestration.preparation.query import QueryFileError, QueryRoots, resolve_query
+from datacoolie_core.platform.paths import PathEscapeError, ensure_confined
 from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
+from datacoolie_core.sql.references import query_reference_problems
 
 PreparationScope = Literal["etl", "maintenance"]
 
@@ -47,6 +49,8 @@ def prepare_dataflow(
             prepared.source.query = resolve_query(prepared.source.query, roots)
         except QueryFileError as e:
             raise QueryFileError(e.detail, reference=e.reference, dataflow=name) from e
+        _check_lakehouse_query(prepared, dataflow.source.query or "")
+    _check_confined(prepared, scope)
     if secrets is not None:
         refs: list[ConnectionRef] = (
             [prepared.destination]
@@ -58,6 +62,30 @@ def prepare_dataflow(
         )
         _resolve_secrets(refs, secrets, name)
     return prepared
+
+
+def _check_lakehouse_query(prepared: DataFlow, reference: str) -> None:
+    """A query read from a file gets the same allow-list ``validate`` applies to inline SQL."""
+    if prepared.source.connection.connection_type != "lakehouse" or not prepared.source.query:
+        return
+    problems = query_reference_problems(prepared.source.query)
+    if problems:
+        raise QueryFileError("; ".join(problems), reference=reference.strip(), dataflow=prepared.name)
+
+
+def _check_confined(prepared: DataFlow, scope: PreparationScope) -> None:
+    """Source and destination paths, symlinks resolved, stay under their connection's base_path."""
+    sides: list[tuple[str, Source | Destination]] = [("destination", prepared.destination)]
+    if scope == "etl" and prepared.source.connection.connection_type in ("file", "lakehouse"):
+        sides.insert(0, ("source", prepared.source))
+    for side, ref in sides:
+        base, path = ref.connection.base_path, ref.path
+        if not base or not path:
+            continue
+        try:
+            ensure_confined(base, path, what=f"{side} path")
+        except PathEscapeError as e:
+            raise PathEscapeError(e.detail, path=f"{side}.table", subject=f"dataflow '{prepared.name}'") from e
 
 
 def _resolve_secrets(refs: list[ConnectionRef], provider: SecretProvider, dataflow: str | None) -> None:

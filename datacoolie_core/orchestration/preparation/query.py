@@ -105,6 +105,20 @@ def resolve_query(query: str, roots: QueryRoots) -> str:
     return _read_confined(root, parts, text, searched=roots.sql_base_paths or [root])
 
 
+def check_reference(query: str) -> None:
+    """Check a file reference's shape without touching storage (``validate`` time).
+
+    Raises:
+        QueryFileError: the reference is absolute, URI-shaped, names no file or climbs with ``..``.
+    """
+    kind = classify_query(query)
+    text = query.strip()
+    if kind == "artifact":
+        _relative_parts(text[len(ARTIFACT_PREFIX) :], text)
+    elif kind == "shorthand":
+        _relative_parts(text, text)
+
+
 def _relative_parts(path: str, reference: str) -> list[str]:
     """The segments of a root-relative path; absolute paths and ``..`` are rejected."""
     normalized = path.replace("\\", "/")

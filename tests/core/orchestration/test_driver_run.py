@@ -14,6 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from datacoolie_core import DataCoolieRunConfig, DataFlow, FileProvider
+from datacoolie_core.errors import MetadataError
 from datacoolie_core.orchestration.distributor import JobDistributor
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from tests.core.orchestration import driver_support
@@ -320,11 +321,12 @@ def test_a_query_file_reference_never_escapes_its_root(tmp_path: Path) -> None:
     lake.add("escape", source={"connection_name": "lake", "query": "../x.sql"}).write()
     (tmp_path / "x.sql").write_text(QUERY)
 
-    with DataCoolieDriver(metadata_base_path=lake.metadata_path, sql_base_path=tmp_path / "sql") as driver:
-        (runtime,) = driver.run().runtimes
-
-    assert (runtime.status, runtime.error_type) == ("failed", "QueryFileError")
-    assert "'..' segments are not allowed" in (runtime.error_message or "")
+    # refused when the metadata is validated, before anything runs (docs/confinement.md)
+    with (
+        pytest.raises(MetadataError, match=r"dataflows\[0\]\.source\.query .*'\.\.' segments are not allowed"),
+        DataCoolieDriver(metadata_base_path=lake.metadata_path, sql_base_path=tmp_path / "sql") as driver,
+    ):
+        driver.run()
     assert not lake.has_table("escape")
 
 
