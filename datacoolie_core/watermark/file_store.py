@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from datacoolie_core.errors import WatermarkError
+from datacoolie_core.watermark.serializer import STATE_FIX
 
 try:
     import fcntl
@@ -61,8 +62,7 @@ class FileWatermarkStore:
             raise WatermarkError(f"Cannot read watermark: {e}", path=str(path)) from e
         except UnicodeDecodeError as e:
             raise WatermarkError(
-                f"Watermark is corrupt: not UTF-8 text ({e}). It is NOT treated as a first run. "
-                "Fix: repair the file, or delete it to reload everything deliberately",
+                f"Watermark is corrupt: not UTF-8 text ({e}). It is NOT treated as a first run. Fix: {STATE_FIX}",
                 path=str(path),
             ) from e
 
