@@ -9,7 +9,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from datacoolie_core.cli import run, validate
+from datacoolie_core.cli import run, state, validate
 from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
 
 __all__ = ["EXIT_DATAFLOW_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -23,6 +23,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     validate.add_parser(commands)
     run.add_parsers(commands)
+    state.add_parser(commands)
     args = parser.parse_args(argv)
     return int(args.handler(args))
 

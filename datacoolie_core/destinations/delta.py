@@ -57,7 +57,11 @@ def log_state(path: str, app_id: str) -> LogState:
     """Whether the table exists and ``app_id``'s last sequence there: one read of the log."""
     with translate_errors(path):
         table = open_table(path)
-        return LogState(exists=False, sequence=None) if table is None else LogState(True, table.transaction_version(app_id))
+        return (
+            LogState(exists=False, sequence=None)
+            if table is None
+            else LogState(True, table.transaction_version(app_id))
+        )
 
 
 def app_commits(path: str, app_id: str) -> list[AppCommit]:

@@ -30,11 +30,11 @@ from datacoolie_core.errors import TransformError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
+from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.sources import get_reader
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer
-from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.merge import merge_watermarks

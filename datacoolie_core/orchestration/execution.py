@@ -24,11 +24,11 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
 from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
-from datacoolie_core.orchestration.state_check import check_state
 from datacoolie_core.orchestration.maintenance import run_maintenance_target
 from datacoolie_core.orchestration.preparation import QueryRoots, prepare_dataflow
 from datacoolie_core.orchestration.replay import Chunk, chunk_key, chunk_windows
 from datacoolie_core.orchestration.retry import RetryHandler
+from datacoolie_core.orchestration.state_check import check_state
 from datacoolie_core.secrets import SecretProvider, secret_values
 from datacoolie_core.sources.base import ReadRange
 from datacoolie_core.watermark.journal import CommitJournal

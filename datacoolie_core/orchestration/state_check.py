@@ -32,7 +32,7 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.watermark.integrity import check_watermark_fits, covers, merge_recorded
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
-from datacoolie_core.watermark.serializer import STATE_FIX, serialize_watermark
+from datacoolie_core.watermark.serializer import STATE_FIX, serialize_watermark, state_fix
 
 _LOG = logging.getLogger("datacoolie.state")
 
@@ -86,7 +86,7 @@ class _Check:
     def error(self, text: str) -> WatermarkError:
         return WatermarkError(
             f"dataflow '{self.dataflow.name}', table {self.dataflow.destination.path}: {text}. "
-            f"Nothing was read or written. Fix: {STATE_FIX}",
+            f"Nothing was read or written. Fix: {state_fix(str(self.dataflow.name))}",
             dataflow_id=self.dataflow_id,
             path=self.watermarks.location(self.dataflow_id),
         )
@@ -97,12 +97,13 @@ def read_checked_watermark(dataflow: DataFlow, watermarks: WatermarkManager | No
     if watermarks is None:
         return None
     dataflow_id = str(dataflow.dataflow_id)
-    stored = watermarks.get_watermark(dataflow_id)
-    if stored is not None:
-        try:
+    try:
+        stored = watermarks.get_watermark(dataflow_id)
+        if stored is not None:
             check_watermark_fits(stored, dataflow.source.watermark_columns)
-        except WatermarkError as e:
-            raise WatermarkError(e.message, dataflow_id=dataflow_id, path=watermarks.location(dataflow_id)) from e
+    except WatermarkError as e:  # name the dataflow in the repair command
+        message = f"dataflow '{dataflow.name}': " + e.message.replace(STATE_FIX, state_fix(str(dataflow.name)))
+        raise WatermarkError(message, dataflow_id=dataflow_id, path=e.path or watermarks.location(dataflow_id)) from e
     return stored
 
 
@@ -178,9 +179,7 @@ def _settle_pending(
     return settled
 
 
-def _against_journal(
-    check: _Check, stored: dict[str, Any] | None, record: PendingCommit, log: LogState
-) -> StateCheck:
+def _against_journal(check: _Check, stored: dict[str, Any] | None, record: PendingCommit, log: LogState) -> StateCheck:
     if log.sequence is None or log.sequence < record.sequence:
         raise check.error(_gap(record, log))
     if log.sequence > record.sequence:
@@ -226,8 +225,15 @@ def _without_journal(check: _Check, stored: dict[str, Any] | None, log: LogState
         # No journal and no commit of ours: a first run, or a watermark carried over from DataCoolie
         # (whose tables hold no app transaction of ours) or seeded on purpose. Nothing says we wrote.
         return StateCheck(stored, None, checked=True, notes=tuple(check.notes))
+    if not isinstance(check.writer, CommitLog):
+        raise check.error(
+            f"there is no commit journal, and the destination holds this dataflow's writes up to {log.sequence} "
+            "but records no watermark to check the stored one against (a crash between a write and its "
+            "watermark save would read those rows again); if the stored watermark is right, "
+            "`datacoolie state repair --confirm` accepts it"
+        )
     recorded = merge_recorded(c.watermark for c in read_app_commits(check.writer, check.dataflow))
-    if stored is None and (recorded is not None or not isinstance(check.writer, CommitLog)):
+    if stored is None and recorded is not None:
         loaded = f" (watermark {serialize_watermark(recorded)})" if recorded else ""
         raise check.error(
             f"the watermark is missing, but the destination holds this dataflow's writes up to "

@@ -36,17 +36,21 @@ _DATETIME, _DATE, _TIME, _DECIMAL, _BINARY = (
     "__binary__",
 )
 
-STATE_FIX = (
-    "inspect it with `datacoolie state show --metadata <metadata file> --dataflow <name>`, then "
-    "`datacoolie state repair ... --confirm` rebuilds it from the destination's Delta log, or "
-    "`datacoolie state reset ... --confirm` reloads everything on purpose (add --state-path if your "
-    "runs use one)"
-)
-"""The way out of damaged state, named by every state error (see ``docs/state.md``)."""
+
+def state_fix(dataflow: str | None = None) -> str:
+    """The way out of damaged state, named by every state error (see ``docs/state.md``)."""
+    args = f"--metadata <metadata file> --dataflow {dataflow or '<name>'}"
+    return (
+        f"inspect it with `datacoolie state show {args}`, then `datacoolie state repair {args} --confirm` "
+        f"rebuilds it from the destination's Delta log, or `datacoolie state reset {args} --confirm` "
+        "reloads everything on purpose (add --state-path if your runs use one)"
+    )
+
+
+STATE_FIX = state_fix()
 
 _CORRUPT_FIX = (
-    "It is NOT treated as a first run, because reading everything again would duplicate data. "
-    f"Fix: {STATE_FIX}."
+    f"It is NOT treated as a first run, because reading everything again would duplicate data. Fix: {STATE_FIX}."
 )
 
 

@@ -162,7 +162,8 @@ def test_corrupt_text_raises(text: str, detail: str) -> None:
     message = str(info.value)
     assert re.search(detail, message), message
     assert "NOT treated as a first run" in message
-    assert "datacoolie state repair" in message and "datacoolie state reset" in message
+    assert "datacoolie state repair" in message
+    assert "datacoolie state reset" in message
 
 
 UNSERIALIZABLE = [
