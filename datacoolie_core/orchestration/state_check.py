@@ -21,7 +21,6 @@ Only no watermark, no journal and no commit of ours in the destination is a firs
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +31,7 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.watermark.integrity import check_watermark_fits, covers, merge_recorded
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
+from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_core.watermark.serializer import STATE_FIX, serialize_watermark, state_fix
 
 _LOG = logging.getLogger("datacoolie.state")
@@ -129,8 +129,7 @@ def check_state(
     record = _read_record(check)
     log = read_log_state(check.writer, dataflow)
     if record is not None and not record.settled:
-        record = _settle_pending(check, record, stored, log)
-        stored = read_checked_watermark(dataflow, watermarks) if apply else stored
+        record, stored = _settle_pending(check, record, stored, log)
     if record is None:
         return _without_journal(check, stored, log)
     return _against_journal(check, stored, record, log)
@@ -159,24 +158,27 @@ def _read_record(check: _Check) -> PendingCommit | None:
 
 
 def _settle_pending(
-    check: _Check, pending: PendingCommit, stored: Mapping[str, Any] | None, log: LogState
-) -> PendingCommit | None:
-    """A write announced by a run that did not finish: did its commit land?"""
+    check: _Check, pending: PendingCommit, stored: dict[str, Any] | None, log: LogState
+) -> tuple[PendingCommit | None, dict[str, Any] | None]:
+    """A write announced by a run that did not finish: did its commit land? (record, watermark)."""
     if (log.sequence or 0) >= pending.sequence:
         check.note(f"write {pending.sequence} of run {pending.dataflow_run_id} had landed; its watermark is saved")
-        saved = pending.watermark
-        if check.apply and pending.watermark:
-            saved = check.watermarks.save_watermark(
-                check.dataflow_id, pending.watermark, dataflow_run_id=pending.dataflow_run_id
+        if pending.watermark:
+            stored = (
+                check.watermarks.save_watermark(
+                    check.dataflow_id, pending.watermark, dataflow_run_id=pending.dataflow_run_id
+                )
+                if check.apply
+                else merge_watermarks(stored, pending.watermark)
             )
-        settled = pending.as_settled(saved)
+        settled: PendingCommit | None = pending.as_settled(stored)
     elif pending.sequence == 1:
         settled = None  # the first write never landed: nothing was ever committed
     else:
         settled = PendingCommit(pending.app_id, pending.sequence - 1, pending.dataflow_run_id, stored, settled=True)
     if check.apply:
         check.journal.settle(check.dataflow_id, settled)
-    return settled
+    return settled, stored
 
 
 def _against_journal(check: _Check, stored: dict[str, Any] | None, record: PendingCommit, log: LogState) -> StateCheck:
@@ -251,7 +253,7 @@ def _settle_from_log(
         watermark = (
             check.watermarks.save_watermark(check.dataflow_id, recorded, dataflow_run_id="state-check")
             if check.apply
-            else merge_recorded([serialize_watermark(stored) if stored else None, serialize_watermark(recorded)])
+            else merge_watermarks(stored, recorded)
         )
     if check.apply:
         record = PendingCommit(check.app_id, sequence, "state-check", watermark, settled=True)

@@ -216,6 +216,10 @@ def test_a_crash_after_the_commit_is_settled_from_the_delta_log_even_without_the
     assert lake.rows() == AFTER_LOAD_2[lake.load_type]
     assert '"pending"' in lake.journal.read_text()
     DAMAGED_JOURNALS[damage](lake.journal)
+    code, out = lake.state(capsys, "show")  # changes nothing, says what the next run settles
+    assert code == 0, out
+    assert "verdict: ok; the next run settles: " in out
+    assert json.loads(lake.watermark.read_text()) == {"updated_at": {"__datetime__": "2026-01-01T00:20:00+00:00"}}
     # load 3 — the log proves load 2 landed; its recorded watermark is saved, nothing is read again
     code, row = lake.run(capsys)
     assert (code, row["status"], row["skip_reason"]) == (0, "skipped", "no new source rows"), row["error_message"]
