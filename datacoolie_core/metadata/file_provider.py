@@ -194,12 +194,12 @@ class FileProvider:
         """The pending-commit record beside the watermark (see ``watermark.journal``)."""
         return self._store.read(self.watermark_folder(dataflow_id), PENDING_COMMIT_FILE_NAME)
 
-    def set_pending_commit(self, dataflow_id: str, value: str | None) -> None:
+    def set_pending_commit(self, dataflow_id: str, value: str | None, *, durable: bool = True) -> None:
         folder = self.watermark_folder(dataflow_id)
         if value is None:
             self._store.delete(folder, PENDING_COMMIT_FILE_NAME)
         else:
-            self._store.write(folder, value, PENDING_COMMIT_FILE_NAME)
+            self._store.write(folder, value, PENDING_COMMIT_FILE_NAME, durable=durable)
 
     def watermark_lock(self, dataflow_id: str) -> contextlib.AbstractContextManager[None]:
         """Exclusive access to one dataflow's watermark across threads and processes."""

@@ -32,8 +32,11 @@ class CommitJournalStorage(Protocol):
 
     def get_pending_commit(self, dataflow_id: str) -> str | None: ...
 
-    def set_pending_commit(self, dataflow_id: str, value: str | None) -> None:
-        """Store ``value`` atomically; ``None`` removes the record."""
+    def set_pending_commit(self, dataflow_id: str, value: str | None, *, durable: bool = True) -> None:
+        """Store ``value`` atomically; ``None`` removes the record.
+
+        ``durable=False`` may skip syncing to disk: the record may then be lost in a power cut.
+        """
         ...
 
 
@@ -106,8 +109,15 @@ class CommitJournal:
         self._storage.set_pending_commit(dataflow_id, commit.to_text())
 
     def settle(self, dataflow_id: str, commit: PendingCommit | None = None) -> None:
-        """Record ``commit`` as complete (its watermark is saved); ``None`` forgets every record."""
-        self._storage.set_pending_commit(dataflow_id, None if commit is None else commit.as_settled().to_text())
+        """Record ``commit`` as complete (its watermark is saved); ``None`` forgets every record.
+
+        Not synced to disk: the watermark was saved durably before, and a settled record lost in a
+        power cut reads back as the pending one (the log shows it landed) or as unreadable (rebuilt
+        from the log); either way the next run settles it again. That keeps a durable write off
+        every run.
+        """
+        text = None if commit is None else commit.as_settled().to_text()
+        self._storage.set_pending_commit(dataflow_id, text, durable=False)
 
     def location(self, dataflow_id: str) -> str | None:
         """The record's file, for messages; ``None`` when the storage is not file based."""

@@ -64,7 +64,10 @@ class WatermarkManager:
         A corrupt or unreadable stored value raises :class:`WatermarkError` naming the dataflow.
         """
         text = _with_dataflow(dataflow_id, self._provider.get_watermark, dataflow_id)
-        return _with_dataflow(dataflow_id, deserialize_watermark, text, path=self.location(dataflow_id))
+        try:
+            return deserialize_watermark(text)
+        except WatermarkError as e:  # name the file only when it is damaged (looking it up costs)
+            raise WatermarkError(e.message, dataflow_id=dataflow_id, path=self.location(dataflow_id)) from e
 
     def location(self, dataflow_id: str) -> str | None:
         """Where the provider keeps the watermark (a file path), for error messages; ``None`` if unknown."""
@@ -124,11 +127,11 @@ class WatermarkManager:
         return merged
 
 
-def _with_dataflow(dataflow_id: str, func: Callable[..., _T], *args: Any, path: str | None = None) -> _T:
-    """Call ``func``; a :class:`WatermarkError` that names no dataflow (or file) is re-raised naming it."""
+def _with_dataflow(dataflow_id: str, func: Callable[..., _T], *args: Any) -> _T:
+    """Call ``func``; a :class:`WatermarkError` that names no dataflow is re-raised naming it."""
     try:
         return func(*args)
     except WatermarkError as e:
-        if e.dataflow_id and (e.path or not path):
+        if e.dataflow_id:
             raise
-        raise WatermarkError(e.message, dataflow_id=e.dataflow_id or dataflow_id, path=e.path or path) from e
+        raise WatermarkError(e.message, dataflow_id=dataflow_id, path=e.path) from e
