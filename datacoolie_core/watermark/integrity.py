@@ -52,10 +52,16 @@ def check_watermark_fits(watermark: Mapping[str, Any], watermark_columns: Sequen
 
 
 def covers(stored: Mapping[str, Any] | None, committed: Mapping[str, Any]) -> bool:
-    """True when ``stored`` is at or past ``committed`` in every column (merging changes nothing)."""
+    """True when ``stored`` is at or past ``committed`` in every column (merging changes nothing).
+
+    Values that cannot be ordered against each other (a date where a timestamp was saved) do not cover.
+    """
     if stored is None:
         return False
-    return serialize_watermark(merge_watermarks(stored, committed)) == serialize_watermark(stored)
+    try:
+        return serialize_watermark(merge_watermarks(stored, committed)) == serialize_watermark(stored)
+    except WatermarkError:
+        return False
 
 
 def merge_recorded(texts: Iterable[str | None]) -> dict[str, Any] | None:

@@ -149,6 +149,8 @@ DAMAGED_WATERMARKS: dict[str, Callable[[Path], None]] = {
     "unknown-key": lambda p: p.write_text('{"changed_at": {"__datetime__": "2026-01-01T00:20:00+00:00"}}'),
     "wrong-type-bool": lambda p: p.write_text('{"updated_at": true}'),
     "wrong-type-list": lambda p: p.write_text('{"updated_at": [1, 2]}'),
+    "wrong-type-number": lambda p: p.write_text('{"updated_at": 5}'),
+    "wrong-kind-date": lambda p: p.write_text('{"updated_at": {"__date__": "2027-01-01"}}'),
     "truncated": lambda p: p.write_text('{"updated_at": {"__datetime__": "2026-01-01T00:2'),
     "deleted": lambda p: p.unlink(),
 }
@@ -161,6 +163,8 @@ EXPECTED_DETAIL = {
     "unknown-key": "key(s) 'changed_at' are not its watermark columns (expected 'updated_at')",
     "wrong-type-bool": "'updated_at' holds bool True",
     "wrong-type-list": "'updated_at' holds list",
+    "wrong-type-number": 'the watermark is at {"updated_at":5}, but the last settled write (1) saved',
+    "wrong-kind-date": 'the watermark is at {"updated_at":{"__date__":"2027-01-01"}}, but the last settled write (1)',
     "truncated": "not valid JSON",
     "deleted": "the watermark is missing, but the last settled write (1) saved",
 }

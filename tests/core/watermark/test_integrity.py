@@ -55,8 +55,9 @@ def test_misfits_are_errors_naming_key_and_the_way_out(
 @pytest.mark.parametrize(
     ("stored", "committed", "expected"),
     [(None, {"a": T1}, False), ({"a": T1}, {"a": T1}, True), ({"a": T2}, {"a": T1}, True),
-     ({"a": T1}, {"a": T2}, False), ({"a": T1}, {"b": 1}, False)],
-    ids=["missing", "equal", "ahead", "behind", "other-column"],
+     ({"a": T1}, {"a": T2}, False), ({"a": T1}, {"b": 1}, False), ({"a": date(2027, 1, 1)}, {"a": T1}, False),
+     ({"a": 5}, {"a": T1}, False)],
+    ids=["missing", "equal", "ahead", "behind", "other-column", "date-vs-timestamp", "number-vs-timestamp"],
 )  # fmt: skip
 def test_covers(stored: dict[str, Any] | None, committed: dict[str, Any], expected: bool) -> None:
     assert covers(stored, committed) is expected
