@@ -43,7 +43,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     state.add_argument("action", choices=ACTIONS, help="show: inspect; repair: rebuild from the log; reset: reload")
     state.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
     state.add_argument("--dataflow", required=True, help="the dataflow's name")
-    state.add_argument("--stage", default=None, help="its stage, when several stages share the name")
     state.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
     state.add_argument("--confirm", action="store_true", help="repair/reset: do it (without: print the plan)")
     state.add_argument("--json", action="store_true", help="show: print the facts as JSON")
@@ -80,15 +79,11 @@ def _state(args: argparse.Namespace) -> int:
 
 def _target(args: argparse.Namespace) -> _Target:
     provider = FileProvider(metadata_file_in(args.metadata), state_base_path=args.state_path)
-    found = [d for d in provider.get_dataflows(stage=args.stage, active_only=False) if d.name == args.dataflow]
-    if not found:
-        names = sorted({str(d.name) for d in provider.get_dataflows(stage=args.stage, active_only=False)})
-        raise DataCoolieError(f"no dataflow named {args.dataflow!r}{did_you_mean(args.dataflow, names)}")
-    if len(found) > 1:
-        stages = ", ".join(sorted(str(d.stage) for d in found))
-        raise DataCoolieError(f"several dataflows are named {args.dataflow!r} (stages {stages}); add --stage")
+    by_name = {str(d.name): d for d in provider.get_dataflows(active_only=False)}  # names are unique
+    if args.dataflow not in by_name:
+        raise DataCoolieError(f"no dataflow named {args.dataflow!r}{did_you_mean(args.dataflow, by_name)}")
     watermarks = WatermarkManager(provider)
-    return _Target(provider, found[0], watermarks, CommitJournal(provider, watermarks))
+    return _Target(provider, by_name[args.dataflow], watermarks, CommitJournal(provider, watermarks))
 
 
 # --- show -----------------------------------------------------------------------------------
@@ -149,7 +144,9 @@ def _repair_plan(target: _Target) -> _Plan:
     writer = get_writer(target.dataflow.destination.connection.format or "")
     log = read_log_state(writer, target.dataflow)
     if log.sequence is None:
-        return _Plan(None, None, "the destination holds no write of this dataflow: clear the state (a first run)")
+        return _Plan(
+            None, None, "clear the state (the destination holds no write of this dataflow): the next run is a first run"
+        )
     if not isinstance(writer, CommitLog):  # flat files record sequences, not watermarks
         stored = target.watermarks.get_watermark(target.dataflow_id)
         record = PendingCommit(app_id_of(target.dataflow), log.sequence, "state-repair", stored, settled=True)

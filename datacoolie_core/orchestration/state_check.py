@@ -150,11 +150,15 @@ def read_app_commits(writer: Writer, dataflow: DataFlow) -> list[AppCommit]:
 
 def _read_record(check: _Check) -> PendingCommit | None:
     try:
-        return check.journal.record(check.dataflow_id)
+        record = check.journal.record(check.dataflow_id)
     except WatermarkError as e:
         # The log is the authority on what landed; an unreadable journal is rebuilt from it.
         check.note(f"the commit journal {check.journal.location(check.dataflow_id)} is unreadable ({e.message})")
         return None
+    if record is not None and record.app_id != check.app_id:  # e.g. copied from another dataflow's folder
+        check.note(f"the commit journal belongs to {record.app_id}, not {check.app_id}")
+        return None
+    return record
 
 
 def _settle_pending(

@@ -151,3 +151,14 @@ def test_state_errors_name_the_dataflow_file_and_command(tmp_path: Path) -> None
         check_state(dataflow, watermarks, None)
     assert info.value.path == str(provider.watermark_path(dataflow_id))
     assert "`datacoolie state reset --metadata <metadata file> --dataflow orders --confirm`" in str(info.value)
+
+
+def test_a_journal_of_another_dataflow_is_ignored_and_rebuilt_from_the_log(tmp_path: Path) -> None:
+    path = two_loads(tmp_path)
+    journal, watermarks, dataflow_id, provider = journal_of(path)
+    provider.set_pending_commit(dataflow_id, PendingCommit("datacoolie:other", 9, "r", settled=True).to_text())
+    (dataflow,) = provider.get_dataflows()
+    state = check_state(dataflow, watermarks, journal)
+    assert state.sequence == 2
+    assert state.notes[0] == f"the commit journal belongs to datacoolie:other, not datacoolie:{dataflow_id}"
+    assert journal.record(dataflow_id).app_id == f"datacoolie:{dataflow_id}"  # type: ignore[union-attr]
