@@ -134,7 +134,8 @@ def prepare_state(root: Path, scenario: str) -> None:
 
 def run_ours(root: Path, scenario: str) -> None:
     from datacoolie_core import FileProvider, WatermarkManager
-    from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
+    from datacoolie_core.orchestration.dataflow_runner import DataflowRun, run_dataflow
+    from datacoolie_core.orchestration.state_check import check_state
     from datacoolie_core.watermark import CommitJournal
 
     provider = FileProvider(root / "meta" / "metadata.json")
@@ -146,8 +147,9 @@ def run_ours(root: Path, scenario: str) -> None:
             str(dataflow.dataflow_id), {"updated_at": datetime.fromisoformat(stored["updated_at"])}
         )
     journal = CommitJournal(provider, watermarks)
-    baseline = prepare_baseline(dataflow, watermarks, journal)
-    result = run_dataflow(dataflow, DataflowRun(watermarks=watermarks, journal=journal, baseline=baseline))
+    state = check_state(dataflow, watermarks, journal)  # as the driver does: one log read numbers the write
+    run = DataflowRun(watermarks=watermarks, journal=journal, baseline=state.watermark, state=state)
+    result = run_dataflow(dataflow, run)
     if result.status != "succeeded":
         raise SystemExit(f"{scenario}: {result.status}: {result.error_message}")
 

@@ -12,7 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from datacoolie_core.cli import run, validate
+from datacoolie_core.cli import run, state, validate
 from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
 from datacoolie_core.cli.output import run_masked
 from datacoolie_core.cli.signals import exit_code_of, stop_on_signals
@@ -41,6 +41,7 @@ def _main(argv: Sequence[str] | None) -> int:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     validate.add_parser(commands)
     run.add_parsers(commands)
+    state.add_parser(commands)
     args = parser.parse_args(argv)
     return int(args.handler(args))
 

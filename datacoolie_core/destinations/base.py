@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -66,3 +66,36 @@ class Writer(Protocol):
         marker: CommitMarker,
         window: ReplaceWindow | None = None,
     ) -> DestinationRuntimeInfo: ...
+
+
+@dataclass(frozen=True)
+class LogState:
+    """What a destination's commit log says about one app id, from ONE read of the log."""
+
+    exists: bool
+    """The destination table exists (has a commit log)."""
+    sequence: int | None
+    """The app id's last committed sequence; ``None`` when it never committed there."""
+
+
+@dataclass(frozen=True)
+class AppCommit:
+    """One commit of an app id, as its commit log records it."""
+
+    sequence: int
+    version: int
+    watermark: str | None
+    """The serialized watermark the commit recorded (``None``: the write saved none)."""
+
+
+@runtime_checkable
+class CommitLog(Protocol):
+    """A writer whose destination keeps a commit log the engine can cross-check its state against.
+
+    ``log_state`` must cost one read of the log (it runs before every write); ``app_commits`` may
+    read the whole history (it runs only to repair state) and returns newest first.
+    """
+
+    def log_state(self, destination: Destination, app_id: str) -> LogState: ...
+
+    def app_commits(self, destination: Destination, app_id: str) -> list[AppCommit]: ...

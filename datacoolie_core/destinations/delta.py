@@ -24,7 +24,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.table import TableMerger
 from sqlglot import exp
 
-from datacoolie_core.destinations.base import CommitMarker
+from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 
@@ -35,6 +35,7 @@ CHECKPOINT_INTERVAL = 10
 META_APP_ID = "datacoolie.app_id"
 META_SEQUENCE = "datacoolie.sequence"
 META_RUN_ID = "datacoolie.dataflow_run_id"
+META_WATERMARK = "datacoolie.watermark"
 
 
 def open_table(path: str) -> DeltaTable | None:
@@ -50,6 +51,35 @@ def committed_sequence(path: str, app_id: str) -> int | None:
     with translate_errors(path):
         table = open_table(path)
         return None if table is None else table.transaction_version(app_id)
+
+
+def log_state(path: str, app_id: str) -> LogState:
+    """Whether the table exists and ``app_id``'s last sequence there: one read of the log."""
+    with translate_errors(path):
+        table = open_table(path)
+        return (
+            LogState(exists=False, sequence=None)
+            if table is None
+            else LogState(True, table.transaction_version(app_id))
+        )
+
+
+def app_commits(path: str, app_id: str) -> list[AppCommit]:
+    """The commits ``app_id`` made to the table at ``path``, newest first (reads the whole history).
+
+    A commit is ``app_id``'s when its ``commitInfo`` carries our metadata: delta-rs writes the
+    commit's custom metadata there, beside the ``txn`` action with the same sequence.
+    """
+    with translate_errors(path):
+        table = open_table(path)
+        if table is None:
+            return []
+        commits = []
+        for entry in table.history():
+            if entry.get(META_APP_ID) != app_id or entry.get(META_SEQUENCE) is None:
+                continue
+            commits.append(AppCommit(int(entry[META_SEQUENCE]), int(entry["version"]), entry.get(META_WATERMARK)))
+        return sorted(commits, key=lambda c: c.version, reverse=True)
 
 
 def commit_properties(marker: CommitMarker) -> CommitProperties:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import polars as pl
 
 from datacoolie_core.destinations import delta
-from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, next_marker
+from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState, ReplaceWindow, next_marker
 from datacoolie_core.destinations.load_strategies import KEYED_STRATEGIES, DeltaTarget, get_strategy
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.coerce import did_you_mean
@@ -26,6 +26,12 @@ class DeltaWriter:
 
     def committed_sequence(self, destination: Destination, app_id: str) -> int | None:
         return delta.committed_sequence(table_path(destination), app_id)
+
+    def log_state(self, destination: Destination, app_id: str) -> LogState:
+        return delta.log_state(table_path(destination), app_id)
+
+    def app_commits(self, destination: Destination, app_id: str) -> list[AppCommit]:
+        return delta.app_commits(table_path(destination), app_id)
 
     def write(
         self,

@@ -22,7 +22,7 @@ from datacoolie_core.metadata.validation import ValidatedDocument, validate_docu
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.transform import SchemaHint
-from datacoolie_core.watermark.file_store import FileWatermarkStore
+from datacoolie_core.watermark.file_store import WATERMARK_FILE_NAME, FileWatermarkStore
 from datacoolie_core.watermark.journal import PENDING_COMMIT_FILE_NAME
 
 WATERMARK_FOLDER = "watermarks"
@@ -186,16 +186,20 @@ class FileProvider:
         """Replace the stored text atomically. ``job_id``/``dataflow_run_id`` are not stored by files."""
         self._store.write(self.watermark_folder(dataflow_id), value)
 
+    def delete_watermark(self, dataflow_id: str) -> None:
+        """Remove the stored watermark (a deliberate ``datacoolie state reset``)."""
+        self._store.delete(self.watermark_folder(dataflow_id), WATERMARK_FILE_NAME)
+
     def get_pending_commit(self, dataflow_id: str) -> str | None:
         """The pending-commit record beside the watermark (see ``watermark.journal``)."""
         return self._store.read(self.watermark_folder(dataflow_id), PENDING_COMMIT_FILE_NAME)
 
-    def set_pending_commit(self, dataflow_id: str, value: str | None) -> None:
+    def set_pending_commit(self, dataflow_id: str, value: str | None, *, durable: bool = True) -> None:
         folder = self.watermark_folder(dataflow_id)
         if value is None:
             self._store.delete(folder, PENDING_COMMIT_FILE_NAME)
         else:
-            self._store.write(folder, value, PENDING_COMMIT_FILE_NAME)
+            self._store.write(folder, value, PENDING_COMMIT_FILE_NAME, durable=durable)
 
     def watermark_lock(self, dataflow_id: str) -> contextlib.AbstractContextManager[None]:
         """Exclusive access to one dataflow's watermark across threads and processes."""

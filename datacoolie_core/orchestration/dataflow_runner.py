@@ -4,9 +4,11 @@ The driver (sharding, retries, replay chunking) calls :func:`prepare_baseline` o
 :func:`run_dataflow` once per attempt. A run returns a :class:`DataFlowRuntimeInfo` whatever happens;
 ``runtime.exception`` keeps the error so the caller's retry policy can decide.
 
-Exactly-once: the write is announced in the commit journal (sequence + watermark), the writer puts
-the sequence into the same atomic commit as the data, then the watermark is saved and the journal
-settled. A crash anywhere in between is settled by the next :func:`prepare_baseline`.
+Exactly-once: before anything is read, :func:`~datacoolie_core.orchestration.state_check.check_state`
+cross-checks the watermark and the commit journal against the destination's log (one read). The
+write is then announced in the journal (sequence + watermark), the writer puts the sequence and the
+watermark into the same atomic commit as the data, the watermark is saved and the journal record
+settled. A crash anywhere in between is settled by the next run's check.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from datacoolie_core.errors import TransformError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
+from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.sources import get_reader
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.shape import expected_columns
@@ -36,12 +39,10 @@ from datacoolie_core.transforms.base import TransformContext, Transformer
 from datacoolie_core.transforms.resolve import final_destination, final_window
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
+from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_core.watermark.serializer import serialize_watermark
 
-
-def app_id_of(dataflow: DataFlow) -> str:
-    """The transaction id a dataflow's commits carry: one sequence per dataflow, fan-in safe."""
-    return f"datacoolie:{dataflow.dataflow_id}"
+__all__ = ["DataflowRun", "app_id_of", "prepare_baseline", "run_dataflow"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class DataflowRun:
     """Pending-commit journal; ``None`` gives at-least-once delivery only."""
     baseline: Mapping[str, Any] | None = None
     """The stored watermark, loaded once per run (retries read the same window)."""
+    state: StateCheck | None = None
+    """The checked state (:func:`check_state`): its sequence numbers the write without another log read."""
     read_range: ReadRange | None = None
     """Replay chunk: read exactly this range instead of after the baseline."""
     save_watermark: bool = True
@@ -67,15 +70,8 @@ class DataflowRun:
 def prepare_baseline(
     dataflow: DataFlow, watermarks: WatermarkManager | None, journal: CommitJournal | None, *, job_id: str | None = None
 ) -> Mapping[str, Any] | None:
-    """Settle a write an interrupted run left pending, then load the stored watermark."""
-    if journal is not None:
-        writer = get_writer(dataflow.destination.connection.format or "")
-        journal.recover(
-            str(dataflow.dataflow_id),
-            lambda app_id: writer.committed_sequence(dataflow.destination, app_id),
-            job_id=job_id,
-        )
-    return watermarks.get_watermark(str(dataflow.dataflow_id)) if watermarks is not None else None
+    """Cross-check and settle the state (:func:`check_state`), then return the stored watermark."""
+    return check_state(dataflow, watermarks, journal).watermark
 
 
 def run_dataflow(dataflow: DataFlow, run: DataflowRun, *, dataflow_run_id: str | None = None) -> DataFlowRuntimeInfo:
@@ -147,17 +143,18 @@ def _write(
 ) -> None:
     writer: Writer = get_writer(dataflow.destination.connection.format or "")
     app_id = app_id_of(dataflow)
-    # the journal needs the sequence before the write; without a watermark the writer picks it
-    journaled = run.journal is not None and bool(candidate)
-    sequence = (writer.committed_sequence(dataflow.destination, app_id) or 0) + 1 if journaled else None
+    journaled = run.journal is not None and is_stateful(dataflow)
+    sequence = _next_sequence(dataflow, run, writer) if journaled else None  # else the writer picks it
+    # What the commit records is a lower bound of the rows the table holds: a repair rebuilds from it.
+    recorded = merge_watermarks(run.baseline, candidate) if candidate else None
     marker = CommitMarker(
         app_id=app_id,
         sequence=sequence,
         dataflow_run_id=info.dataflow_run_id,
         metadata={"datacoolie.dataflow_id": info.dataflow_id}
-        | ({"datacoolie.watermark": serialize_watermark(candidate)} if candidate else {}),
+        | ({"datacoolie.watermark": serialize_watermark(recorded)} if recorded else {}),
     )
-    if journaled and run.journal is not None and sequence is not None:  # no watermark: nothing to settle
+    if journaled and run.journal is not None and sequence is not None:
         run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
     mode = run.run_config.column_name_mode  # metadata may name raw columns; the writer sees the sanitized ones
     destination = final_destination(dataflow.destination, data.columns, mode)
@@ -166,15 +163,25 @@ def _write(
     faults.crash_point(faults.AFTER_COMMIT)
 
 
+def _next_sequence(dataflow: DataFlow, run: DataflowRun, writer: Writer) -> int:
+    """One past the checked sequence (fixed for every retry of the run), else one past the log's."""
+    if run.state is not None and run.state.checked:
+        return (run.state.sequence or 0) + 1
+    return (writer.committed_sequence(dataflow.destination, app_id_of(dataflow)) or 0) + 1
+
+
 def _save_watermark(
     dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo, candidate: Mapping[str, Any] | None
 ) -> None:
+    saved = None
     if candidate and run.watermarks is not None:
-        run.watermarks.save_watermark(
+        saved = run.watermarks.save_watermark(
             info.dataflow_id, candidate, job_id=run.run_config.job_id, dataflow_run_id=info.dataflow_run_id
         )
-    if run.journal is not None and candidate and info.destination.commit_sequence is not None:
-        run.journal.settle(info.dataflow_id)
+    sequence = info.destination.commit_sequence
+    if run.journal is not None and is_stateful(dataflow) and sequence is not None:
+        done = PendingCommit(app_id_of(dataflow), sequence, info.dataflow_run_id, saved, settled=True)
+        run.journal.settle(info.dataflow_id, done)
 
 
 def _replace_window(dataflow: DataFlow, result: ReadResult) -> ReplaceWindow | None:

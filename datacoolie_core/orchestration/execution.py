@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,6 +28,7 @@ from datacoolie_core.orchestration.maintenance import run_maintenance_target
 from datacoolie_core.orchestration.preparation import QueryRoots, prepare_dataflow
 from datacoolie_core.orchestration.replay import Chunk, chunk_key, chunk_windows
 from datacoolie_core.orchestration.retry import RetryHandler
+from datacoolie_core.orchestration.state_check import check_state
 from datacoolie_core.secrets import SecretProvider, secret_values
 from datacoolie_core.sources.base import ReadRange
 from datacoolie_core.watermark.journal import CommitJournal
@@ -71,15 +73,41 @@ class WriterLocks:
         self._cross_process = cross_process
 
     @contextmanager
-    def hold(self, dataflow: DataFlow) -> Iterator[None]:
+    def hold(self, dataflow: DataFlow) -> Iterator[LockWait]:
+        """Hold the table's lock; the yielded :class:`LockWait` says how long taking it took."""
         try:
             key = dataflow.destination.destination_key
         except ValueError:
             key = f"dataflow:{dataflow.dataflow_id}"
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
+        started = time.perf_counter()
         with lock, self._cross_process(key) if self._cross_process is not None else nullcontext():
-            yield
+            yield LockWait(time.perf_counter() - started, key)
+
+
+@dataclass(frozen=True)
+class LockWait:
+    """How long a dataflow waited for the one-writer-per-table lock of ``key``."""
+
+    seconds: float
+    key: str
+
+    NOTICEABLE = 0.1
+    """Below this, taking the lock is overhead, not a wait worth reporting."""
+
+    def stamp(self, runtime: DataFlowRuntimeInfo, dataflow: DataFlow) -> None:
+        """Say in the result (``phase_seconds["lock_wait"]``) and the log that the dataflow waited."""
+        if self.seconds < self.NOTICEABLE:
+            return
+        runtime.phase_seconds["lock_wait"] = round(self.seconds, 6)
+        _LOG.info(
+            "dataflow.lock_wait %s: waited %.1f s for the writer lock of %s",
+            dataflow.name,
+            self.seconds,
+            dataflow.destination.path or dataflow.destination.table,
+            extra={"event": "dataflow.lock_wait", "dataflow_id": str(dataflow.dataflow_id)},
+        )
 
 
 def inactive_reason(dataflow: DataFlow) -> str | None:
@@ -94,8 +122,9 @@ def inactive_reason(dataflow: DataFlow) -> str | None:
 
 def execute_etl(dataflow: DataFlow, services: ExecutionServices) -> DataFlowRuntimeInfo:
     """Prepare once, settle an interrupted write, then run with retries."""
-    with dataflow_context(str(dataflow.dataflow_id)), services.writer_locks.hold(dataflow):
+    with dataflow_context(str(dataflow.dataflow_id)), services.writer_locks.hold(dataflow) as waited:
         runtime = _etl(dataflow, services)
+        waited.stamp(runtime, dataflow)
         _log(services, runtime, dataflow)
         return runtime
 
@@ -106,13 +135,14 @@ def _etl(dataflow: DataFlow, services: ExecutionServices) -> DataFlowRuntimeInfo
         return _record(dataflow, "skipped", reason=reason)
     try:
         prepared = _prepare(dataflow, services)
-        baseline = prepare_baseline(prepared, services.watermarks, services.journal, job_id=services.config.job_id)
+        state = check_state(prepared, services.watermarks, services.journal)
     except Exception as e:  # preparation failures are terminal: no source action happened
         return _record(dataflow, "failed", error=e)
     run = DataflowRun(
         watermarks=services.watermarks,
         journal=services.journal,
-        baseline=baseline,
+        baseline=state.watermark,
+        state=state,
         run_config=services.config,
         reference_time=utc_now(),
     )
@@ -135,8 +165,9 @@ def execute_replay(
 
     Returns one aggregate record (``chunks`` holds each chunk's own record).
     """
-    with dataflow_context(str(dataflow.dataflow_id)), services.writer_locks.hold(dataflow):
+    with dataflow_context(str(dataflow.dataflow_id)), services.writer_locks.hold(dataflow) as waited:
         outer = _record(dataflow, "running", operation="replay")
+        waited.stamp(outer, dataflow)
         reason = inactive_reason(dataflow)
         if reason:
             outer.finish("skipped", reason=reason)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from datacoolie_core.errors import WatermarkError
+from datacoolie_core.watermark.serializer import STATE_FIX
 
 try:
     import fcntl
@@ -61,13 +62,16 @@ class FileWatermarkStore:
             raise WatermarkError(f"Cannot read watermark: {e}", path=str(path)) from e
         except UnicodeDecodeError as e:
             raise WatermarkError(
-                f"Watermark is corrupt: not UTF-8 text ({e}). It is NOT treated as a first run. "
-                "Fix: repair the file, or delete it to reload everything deliberately",
+                f"Watermark is corrupt: not UTF-8 text ({e}). It is NOT treated as a first run. Fix: {STATE_FIX}",
                 path=str(path),
             ) from e
 
-    def write(self, folder: str, text: str, file_name: str = WATERMARK_FILE_NAME) -> None:
-        """Atomically replace the stored text; raises :class:`WatermarkError` on failure."""
+    def write(self, folder: str, text: str, file_name: str = WATERMARK_FILE_NAME, *, durable: bool = True) -> None:
+        """Atomically replace the stored text; raises :class:`WatermarkError` on failure.
+
+        ``durable=False`` skips the fsyncs (readers still see the old or the new text): for records
+        whose loss in a power cut the next run repairs anyway, such as a settled commit record.
+        """
         path = self.path_for(folder, file_name)
         tmp: str | None = None
         try:
@@ -78,10 +82,12 @@ class FileWatermarkStore:
                 os.fchmod(handle.fileno(), mode)  # mkstemp creates 0600; keep the usual mode
                 handle.write(text.encode("utf-8"))
                 handle.flush()
-                os.fsync(handle.fileno())
+                if durable:
+                    os.fsync(handle.fileno())
             os.replace(tmp, path)
             tmp = None  # renamed: nothing left to clean up
-            _fsync_directory(path.parent)
+            if durable:
+                _fsync_directory(path.parent)
         except BaseException as e:
             if tmp is not None:
                 with contextlib.suppress(OSError):

@@ -8,6 +8,7 @@ under the provider's lock.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -63,7 +64,35 @@ class WatermarkManager:
         A corrupt or unreadable stored value raises :class:`WatermarkError` naming the dataflow.
         """
         text = _with_dataflow(dataflow_id, self._provider.get_watermark, dataflow_id)
-        return _with_dataflow(dataflow_id, deserialize_watermark, text)
+        try:
+            return deserialize_watermark(text)
+        except WatermarkError as e:  # name the file only when it is damaged (looking it up costs)
+            raise WatermarkError(e.message, dataflow_id=dataflow_id, path=self.location(dataflow_id)) from e
+
+    def location(self, dataflow_id: str) -> str | None:
+        """Where the provider keeps the watermark (a file path), for error messages; ``None`` if unknown."""
+        where = getattr(self._provider, "watermark_path", None)
+        return str(where(dataflow_id)) if callable(where) else None
+
+    def replace_watermark(self, dataflow_id: str, value: Mapping[str, Any] | None) -> None:
+        """Store ``value`` as is, even backward, or remove it (``None``): for a deliberate repair only.
+
+        Raises:
+            WatermarkError: the provider cannot remove a watermark (it has no ``delete_watermark``).
+        """
+        if value is not None:
+            text = _with_dataflow(dataflow_id, serialize_watermark, value)
+            with self._provider.watermark_lock(dataflow_id):
+                _with_dataflow(dataflow_id, self._provider.update_watermark, dataflow_id, text)
+            return
+        delete = getattr(self._provider, "delete_watermark", None)
+        if delete is None:
+            raise WatermarkError(
+                f"{type(self._provider).__name__} cannot remove a watermark; remove it in the provider's storage",
+                dataflow_id=dataflow_id,
+            )
+        with self._provider.watermark_lock(dataflow_id):
+            _with_dataflow(dataflow_id, delete, dataflow_id)
 
     def save_watermark(
         self,
@@ -91,21 +120,17 @@ class WatermarkManager:
             # Compare canonical text, not dicts: 1 == True == 1.0 in Python, yet they are
             # different watermarks.
             if stored is None or merged_text != serialize_watermark(stored):
-                _with_dataflow(
-                    dataflow_id,
-                    self._provider.update_watermark,
-                    dataflow_id,
-                    merged_text,
-                    job_id=job_id,
-                    dataflow_run_id=dataflow_run_id,
+                update = functools.partial(
+                    self._provider.update_watermark, job_id=job_id, dataflow_run_id=dataflow_run_id
                 )
+                _with_dataflow(dataflow_id, update, dataflow_id, merged_text)
         return merged
 
 
-def _with_dataflow(dataflow_id: str, func: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+def _with_dataflow(dataflow_id: str, func: Callable[..., _T], *args: Any) -> _T:
     """Call ``func``; a :class:`WatermarkError` that names no dataflow is re-raised naming it."""
     try:
-        return func(*args, **kwargs)
+        return func(*args)
     except WatermarkError as e:
         if e.dataflow_id:
             raise

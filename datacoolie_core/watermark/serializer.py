@@ -36,10 +36,21 @@ _DATETIME, _DATE, _TIME, _DECIMAL, _BINARY = (
     "__binary__",
 )
 
+
+def state_fix(dataflow: str | None = None) -> str:
+    """The way out of damaged state, named by every state error (see ``docs/state.md``)."""
+    args = f"--metadata <metadata file> --dataflow {dataflow or '<name>'}"
+    return (
+        f"inspect it with `datacoolie state show {args}`, then `datacoolie state repair {args} --confirm` "
+        f"rebuilds it from the destination's Delta log, or `datacoolie state reset {args} --confirm` "
+        "reloads everything on purpose (add --state-path if your runs use one)"
+    )
+
+
+STATE_FIX = state_fix()
+
 _CORRUPT_FIX = (
-    "It is NOT treated as a first run, because reading everything again would duplicate data. "
-    "Fix: repair the stored watermark JSON, or delete the watermark file to reload everything "
-    "deliberately."
+    f"It is NOT treated as a first run, because reading everything again would duplicate data. Fix: {STATE_FIX}."
 )
 
 
@@ -123,12 +134,15 @@ def _unserializable(where: str, value: Any, why: str) -> WatermarkError:
 def deserialize_watermark(text: str | None) -> dict[str, Any] | None:
     """Decode stored watermark text.
 
-    ``None``, blank text and empty watermarks (``{}`` or all values null) return ``None``: the
-    first run, read everything. Anything else must be a JSON object whose tags are well formed;
-    otherwise :class:`WatermarkError` says the watermark is corrupt and how to fix it.
+    Only ``None`` (nothing stored) returns ``None``, the first run. Anything else must be a JSON
+    object with at least one non-null value and well-formed tags: an empty file, blank text, ``{}``,
+    ``null`` or all values null is damage (a truncated or hand-emptied file), never "read
+    everything again", so :class:`WatermarkError` says the watermark is corrupt and how to fix it.
     """
-    if text is None or not text.strip():
+    if text is None:
         return None
+    if not text.strip():
+        raise _corrupt("the file is empty" if not text else "the file is blank (only whitespace)")
     try:
         raw = json.loads(text, parse_constant=_reject_constant, parse_float=_parse_float)
     except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
@@ -136,7 +150,9 @@ def deserialize_watermark(text: str | None) -> dict[str, Any] | None:
     if not isinstance(raw, dict):
         raise _corrupt(f"expected a JSON object of column -> value, got JSON {type(raw).__name__}")
     decoded = {key: _decode_root_item(key, item) for key, item in raw.items()}
-    return None if is_watermark_empty(decoded) else decoded
+    if is_watermark_empty(decoded):
+        raise _corrupt(f"it holds no value ({text.strip()[:60]}: no column has a value)")
+    return decoded
 
 
 def is_watermark_empty(value: Mapping[str, Any] | None) -> bool:
