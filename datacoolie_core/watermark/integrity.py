@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from datacoolie_core.errors import WatermarkError
+from datacoolie_core.transforms.column_names import sanitize_name
 from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_core.watermark.serializer import (
     DATE_FOLDER_PARTITION_KEY,
@@ -25,8 +26,14 @@ from datacoolie_core.watermark.serializer import (
 _ORDERABLE = (date, time, int, float, Decimal, str, bytes)  # datetime is a date
 
 
+def _spelling(name: str) -> str:
+    # metadata may name a column raw or sanitized ("Order Date" / "order_date"): one column, one key
+    # (the name rule of docs/columns.md; which stored key a column reads is decided in sources.window)
+    return sanitize_name(name, "snake").lower()
+
+
 def check_watermark_fits(watermark: Mapping[str, Any], watermark_columns: Sequence[str]) -> None:
-    """Raise unless every key is one of ``watermark_columns`` (any case) and every value orderable.
+    """Raise unless every key is one of ``watermark_columns`` (any spelling) and every value orderable.
 
     ``__date_folder_partition__`` is always allowed: DataCoolie's date-folder readers keep their
     position under it. Null values are allowed beside a non-null one (a column that was all null).
@@ -34,14 +41,22 @@ def check_watermark_fits(watermark: Mapping[str, Any], watermark_columns: Sequen
     Raises:
         WatermarkError: naming the unknown key or the badly typed value, expected vs found.
     """
-    known = {c.lower() for c in watermark_columns} | {DATE_FOLDER_PARTITION_KEY}
-    unknown = [key for key in watermark if key.lower() not in known]
+    known = {_spelling(c) for c in watermark_columns} | {_spelling(DATE_FOLDER_PARTITION_KEY)}
+    unknown = [key for key in watermark if _spelling(key) not in known]
     if unknown:
         expected = ", ".join(repr(c) for c in watermark_columns) or "none (the dataflow has no watermark_columns)"
         raise WatermarkError(
             f"Watermark does not fit the dataflow: key(s) {', '.join(map(repr, unknown))} are not its "
             f"watermark columns (expected {expected}). It is NOT treated as a first run. Fix: {STATE_FIX}"
         )
+    for column in watermark_columns:
+        keys = [key for key in watermark if _spelling(key) == _spelling(column)]
+        if len(keys) > 1:
+            raise WatermarkError(
+                f"the stored watermark has several keys for watermark column '{column}' "
+                f"({', '.join(map(repr, keys))}); keep the one with the newest value and delete the others "
+                f"from the watermark file. Fix: {STATE_FIX}"
+            )
     for key, value in watermark.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, _ORDERABLE)):
             raise WatermarkError(
