@@ -9,10 +9,13 @@ from pathlib import Path
 
 import dagster as dg
 import psycopg2
+import pytest
 
 from datacoolie_dagster.limits import pool_for
 from tests.dagster.conftest import LINEAGE, InstanceSettings, land_lineage, write_metadata
 from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
+
+pytestmark = pytest.mark.daemon  # the whole module runs a real Dagster daemon
 
 LIVE = {dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED}
 STAGE = "landing2bronze"
@@ -20,8 +23,6 @@ JOB = f"datacoolie_{STAGE}"
 RUNS = 4
 CODE_LOCATION = f"""
 from datacoolie_dagster import build_definitions
-
-pytestmark = pytest.mark.daemon  # the whole module runs a real Dagster daemon
 
 defs = build_definitions(
     "metadata.json", state_base_path="state", max_runs={{"{STAGE}": 2}}, include_sensors=False, run_retries=0
