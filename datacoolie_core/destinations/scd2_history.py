@@ -1,0 +1,158 @@
+"""SCD2 history as a function of the versions delivered, whatever runs they arrived in (docs/scd2.md).
+
+Pure planning, no I/O: the stored history of the batch's keys plus the batch's versions give the new
+history of those keys; the plan is the difference, which the scd2 strategy applies in one MERGE.
+
+Per key, over the stored rows and the batch rows together:
+
+1. Versions are ordered by effective time (``__valid_from``). At one effective time the version
+   delivered last wins: stored rows count as delivered before the batch, the batch in frame order.
+2. A version whose tracked columns (every column but the keys and the framework's trailing columns)
+   equal the previous version's is no new version: the previous one continues. Exact re-deliveries
+   (same key, effective time and tracked values) are the plainest case.
+3. Each version is valid until the next one's effective time; only the last one is current.
+
+A late version (older than the key's current row) is therefore placed where it belongs: the version
+it interrupts is closed at its effective time. Folding runs one after another this way gives the
+history one run over all of their rows gives (batch invariance), as long as no late version lands
+before a re-delivery that changed nothing: such a re-delivery left no row, so it cannot be re-chained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from datacoolie_core import columns as fc
+
+MATCH_FROM = "__datacoolie_match_from"
+"""Column of updates and deletes: the stored row's ``__valid_from`` the MERGE matches on."""
+_P = "__datacoolie_scd2_"
+_SEQ, _STORED, _DUP = f"{_P}seq", f"{_P}stored", f"{_P}dup"
+_OLD_TO, _OLD_CURRENT = f"{_P}old_to", f"{_P}old_current"
+_CONTENT, _WINNER, _RUN = f"{_P}content", f"{_P}winner", f"{_P}run"
+_MEMBER, _IDENTITY = f"{_P}member", f"{_P}identity"
+_STAMPED = (fc.UPDATED_AT, fc.UPDATED_BY, fc.DATAFLOW_RUN_ID)
+"""System columns a rewritten stored row takes from the batch (``__created_at`` stays)."""
+
+
+@dataclass(frozen=True)
+class Scd2Plan:
+    """What one scd2 write changes in the table."""
+
+    inserts: pl.DataFrame
+    """New rows, with every column they are written with."""
+    updates: pl.DataFrame
+    """Stored rows whose chain moved: keys, :data:`MATCH_FROM`, the new ``__valid_from/__valid_to/__is_current``
+    and the batch's stamped system columns."""
+    deletes: pl.DataFrame
+    """Stored rows to remove, by keys and :data:`MATCH_FROM` (every stored row at that instant)."""
+
+    def is_empty(self) -> bool:
+        return self.inserts.is_empty() and self.updates.is_empty() and self.deletes.is_empty()
+
+
+def plan_scd2(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: Sequence[str]) -> Scd2Plan:
+    """The plan that turns ``stored`` (every stored row of the batch's keys) into the new history.
+
+    Args:
+        batch: the write's rows, with the scd2 columns (``__valid_from`` non-null) and system columns.
+        stored: the table's rows for the batch's keys, all versions, all columns; ``None``: no table.
+        keys: the merge keys as spelled in ``batch``.
+
+    Returns:
+        Rows to insert (batch versions, and stored rows that had a duplicate at their instant),
+        stored rows whose chain moved, and stored instants to delete.
+    """
+    keys = list(keys)
+    rows = _runs(_delivered(batch, stored, keys), keys)
+    history = _chain(rows, keys)
+    stored_row, dup = pl.col(_STORED), pl.col(_DUP)
+    moved = (
+        pl.col(fc.VALID_FROM).ne_missing(pl.col(MATCH_FROM))
+        | pl.col(fc.VALID_TO).ne_missing(pl.col(_OLD_TO))
+        | pl.col(fc.IS_CURRENT).ne_missing(pl.col(_OLD_CURRENT))
+    )
+    stamped = [c for c in _STAMPED if c in batch.columns]
+    stamp = {c: pl.lit(batch[c][0], dtype=batch.schema[c]) for c in stamped}
+    written = [c for c in rows.columns if not c.startswith(_P) and c != MATCH_FROM]
+    inserts = history.filter(~stored_row | dup).with_columns(
+        pl.when(stored_row).then(value).otherwise(pl.col(c)).alias(c) for c, value in stamp.items()
+    )
+    updates = history.filter(stored_row & ~dup & moved).with_columns(value.alias(c) for c, value in stamp.items())
+    gone = rows.filter(stored_row & (~pl.col(_IDENTITY) | dup))
+    return Scd2Plan(
+        inserts=inserts.select(written),
+        updates=updates.select(*keys, MATCH_FROM, *fc.SCD2_COLUMNS, *stamped),
+        deletes=gone.select(*keys, MATCH_FROM).unique(maintain_order=True),
+    )
+
+
+def tracked_columns(frame: pl.DataFrame, keys: Sequence[str]) -> list[str]:
+    """The columns whose change makes a new version: all but the keys and the trailing framework columns."""
+    return [
+        c
+        for c in frame.columns
+        if c not in fc.TRAILING_COLUMNS and c not in keys and not c.startswith(_P) and c != MATCH_FROM
+    ]
+
+
+def _delivered(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: list[str]) -> pl.DataFrame:
+    """Stored rows (in chain order) then batch rows (in frame order), numbered in that delivery order."""
+    valid_from = batch.schema[fc.VALID_FROM]
+    batch = batch.with_columns(
+        pl.col(fc.VALID_TO).cast(valid_from),
+        pl.lit(False).alias(_STORED),
+        pl.lit(False).alias(_DUP),
+        pl.lit(None, dtype=valid_from).alias(MATCH_FROM),
+        pl.lit(None, dtype=valid_from).alias(_OLD_TO),
+        pl.lit(None, dtype=pl.Boolean).alias(_OLD_CURRENT),
+    )
+    if stored is None or stored.is_empty():
+        return batch.with_row_index(_SEQ)
+    shared = [c for c in stored.columns if c in batch.columns]
+    stored = (
+        stored.with_columns(pl.col(c).cast(batch.schema[c]) for c in shared)
+        .sort([*keys, fc.VALID_FROM, fc.IS_CURRENT], nulls_last=True, maintain_order=True)
+        .with_columns(
+            pl.lit(True).alias(_STORED),
+            (pl.len().over([*keys, fc.VALID_FROM]) > 1).alias(_DUP),
+            pl.col(fc.VALID_FROM).alias(MATCH_FROM),
+            pl.col(fc.VALID_TO).alias(_OLD_TO),
+            pl.col(fc.IS_CURRENT).alias(_OLD_CURRENT),
+        )
+    )
+    return pl.concat([stored, batch], how="diagonal_relaxed").with_row_index(_SEQ)
+
+
+def _runs(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Every row with its run of equal-content instants, and whether it stands for that run.
+
+    An instant is one key's effective time; its content is its last-delivered row's. Consecutive
+    instants of equal content form one run: one version, starting at the run's first instant. The
+    row standing for it is the first delivered row carrying its content: a stored row before any
+    re-delivery of it, so a stored version keeps its identity (``__created_at``, ``__file_*``).
+    """
+    instant = [*keys, fc.VALID_FROM]
+    tracked = tracked_columns(rows, keys)
+    content = pl.struct(tracked) if tracked else pl.lit(True)
+    rows = rows.sort([*instant, _SEQ], nulls_last=True).with_columns(content.alias(_CONTENT))
+    rows = rows.with_columns(pl.col(_CONTENT).last().over(instant).alias(_WINNER))
+    first_of_instant = pl.int_range(pl.len()).over(instant) == 0
+    starts_run = first_of_instant & pl.col(_WINNER).ne_missing(pl.col(_WINNER).shift(1).over(keys))
+    rows = rows.with_columns(
+        starts_run.cast(pl.UInt32).cum_sum().over(keys).alias(_RUN),
+        pl.col(_CONTENT).eq_missing(pl.col(_WINNER)).alias(_MEMBER),
+    )
+    first_delivered = pl.when(pl.col(_MEMBER)).then(pl.col(_SEQ)).min().over([*keys, _RUN])
+    return rows.with_columns((pl.col(_MEMBER) & (pl.col(_SEQ) == first_delivered)).alias(_IDENTITY))
+
+
+def _chain(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """One row per run, starting at the run's first instant and valid until the next run's."""
+    start = pl.col(fc.VALID_FROM).first().over([*keys, _RUN])
+    versions = rows.with_columns(start.alias(fc.VALID_FROM)).filter(pl.col(_IDENTITY))
+    next_from = pl.col(fc.VALID_FROM).shift(-1).over(keys)
+    return versions.with_columns(next_from.alias(fc.VALID_TO), next_from.is_null().alias(fc.IS_CURRENT))
