@@ -131,7 +131,9 @@ def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
     keys = list(target.merge_keys)
     _check_scd2_batch(frame, target.path)
     if target.table is None:
-        return _create(plan_scd2(frame, None, keys).inserts, target)
+        inserts = plan_scd2(frame, None, keys).inserts
+        faults.crash_point(faults.BEFORE_COMMIT)
+        return _create(inserts, target)
     plan = plan_scd2(frame, read_history(target.table, frame, keys), keys)
     if plan.is_empty():
         return delta.commit_marker_only(target.table, target.marker)

@@ -132,8 +132,10 @@ def _runs(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
     An instant is one key's effective time; its content is its last-delivered row's. Consecutive
     instants of equal content form one run: one version, starting at the run's first instant. The
-    row standing for it is the first delivered row carrying its content: a stored row before any
-    re-delivery of it, so a stored version keeps its identity (``__created_at``, ``__file_*``).
+    row standing for it was delivered at that instant: the first carrying the content after the last
+    that did not. So a stored version keeps its identity (``__created_at``, ``__file_*``) through
+    re-deliveries, and a version replaced and then restored is the restoring row, in one run as in
+    many.
     """
     instant = [*keys, fc.VALID_FROM]
     tracked = tracked_columns(rows, keys)
@@ -146,8 +148,11 @@ def _runs(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         starts_run.cast(pl.UInt32).cum_sum().over(keys).alias(_RUN),
         pl.col(_CONTENT).eq_missing(pl.col(_WINNER)).alias(_MEMBER),
     )
-    first_delivered = pl.when(pl.col(_MEMBER)).then(pl.col(_SEQ)).min().over([*keys, _RUN])
-    return rows.with_columns((pl.col(_MEMBER) & (pl.col(_SEQ) == first_delivered)).alias(_IDENTITY))
+    overruled = pl.when(~pl.col(_MEMBER)).then(pl.col(_SEQ)).max().over(instant).fill_null(-1)
+    streak = pl.col(_MEMBER) & (pl.col(_SEQ) > overruled)
+    stands_for_instant = streak & (pl.col(_SEQ) == pl.when(streak).then(pl.col(_SEQ)).min().over(instant))
+    first_instant = pl.col(fc.VALID_FROM) == pl.col(fc.VALID_FROM).first().over([*keys, _RUN])
+    return rows.with_columns((stands_for_instant & first_instant).alias(_IDENTITY))
 
 
 def _chain(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:

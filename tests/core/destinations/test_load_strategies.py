@@ -237,7 +237,7 @@ def _history(*rows: tuple[int, str, int]) -> pl.DataFrame:
         ([(1, "a", 1)], [(1, "b", 2)], [(1, "b", 2, None)], [(1, 1, 1, 2)], []),
         ([(1, "a", 2)], [(1, "b", 2)], [(1, "b", 2, None)], [], [2]),
         ([(1, "a", 2)], [(1, "b", 1)], [(1, "b", 1, 2)], [], []),
-        ([(1, "a", 2)], [(1, "a", 1)], [], [(1, 2, 1, None)], []),
+        ([(1, "a", 2)], [(1, "a", 1)], [(1, "a", 1, None)], [], [2]),
         (
             [(1, "a", 1)],
             [(1, "b", 2), (1, "b", 3), (1, "c", 4)],
@@ -258,7 +258,7 @@ def _history(*rows: tuple[int, str, int]) -> pl.DataFrame:
         "changed-later",
         "same-instant-last-delivered-wins",
         "late-version-before-the-first",
-        "late-equal-version-moves-the-start",
+        "late-equal-version-takes-over",
         "chain-in-batch",
         "unchanged-then-changed",
         "late-version-splits-a-closed-one",
