@@ -224,3 +224,53 @@ def test_a_run_killed_and_rerun_gives_the_history_of_one_run(runs: list[list[Eve
             info, _, _ = execute(metadata)
             assert info.status in ("succeeded", "skipped"), info.error_message
         assert_frame_equal(lake_history(many), lake_history(one))
+
+
+def lake(rows: Sequence[tuple[int, str, int, int | None, int]]) -> pl.DataFrame:
+    """Expected lake rows: ``(id, name, from hour, to hour, index of the file that delivered it)``."""
+    return pl.DataFrame(
+        [(k, name, at(1, start), at(1, start), None if end is None else at(1, end)) for k, name, start, end, _ in rows],
+        schema={"id": pl.Int64, "name": pl.String, "changed_at": TS, fc.VALID_FROM: TS, fc.VALID_TO: TS},
+        orient="row",
+    ).with_columns(
+        pl.col(fc.VALID_TO).is_null().alias(fc.IS_CURRENT),
+        pl.Series(fc.FILE_NAME, [f"{r[-1]:03d}.parquet" for r in rows]),
+        pl.lit(fc.AUTHOR).alias(fc.UPDATED_BY),
+    )
+
+
+def test_files_landed_between_runs_all_reach_the_history(tmp_path: Path) -> None:
+    metadata = write_metadata(tmp_path)
+    # load 1 — initial
+    land(tmp_path, 0, [(1, "a", 0), (2, "x", 3)])
+    execute(metadata)
+    assert_frame_equal(lake_history(tmp_path), lake([(1, "a", 0, None, 0), (2, "x", 3, None, 0)]))
+    # load 2 — two versions of key 1 in two files landed since the last run (one delivered twice):
+    # both are history (DataCoolie's default dedup kept only the latest)
+    land(tmp_path, 1, [(1, "b", 1)])
+    land(tmp_path, 2, [(1, "c", 2), (1, "b", 1)])
+    execute(metadata)
+    history = [(1, "a", 0, 1, 0), (1, "b", 1, 2, 1), (1, "c", 2, None, 2), (2, "x", 3, None, 0)]
+    assert_frame_equal(lake_history(tmp_path), lake(history))
+    # load 3 — a late version of key 2 (effective before its current one) takes its place in the past
+    land(tmp_path, 3, [(2, "w", 1)])
+    execute(metadata)
+    history[3:] = [(2, "w", 1, 3, 3), (2, "x", 3, None, 0)]
+    assert_frame_equal(lake_history(tmp_path), lake(history))
+    # load 4 — nothing new: skipped, the history stays
+    info, _, _ = execute(metadata)
+    assert (info.status, info.skip_reason) == ("skipped", "no new source rows")
+    assert_frame_equal(lake_history(tmp_path), lake(history))
+
+
+def test_a_late_version_cannot_rechain_an_unchanged_redelivery_that_left_no_row() -> None:
+    # the one case where runs matter (docs/scd2.md): "a" re-delivered unchanged at hour 3 left no
+    # row, so a "b" at hour 2 arriving in a later run cannot know that "a" came back at hour 3
+    one_run = load_runs([[(1, "a", 1), (1, "a", 3), (1, "b", 2)]])
+    assert one_run.select("name", fc.VALID_FROM, fc.VALID_TO).rows() == [
+        ("a", at(1, 1), at(1, 2)), ("b", at(1, 2), at(1, 3)), ("a", at(1, 3), None),
+    ]  # fmt: skip
+    two_runs = load_runs([[(1, "a", 1), (1, "a", 3)], [(1, "b", 2)]])
+    assert two_runs.select("name", fc.VALID_FROM, fc.VALID_TO).rows() == [
+        ("a", at(1, 1), at(1, 2)), ("b", at(1, 2), None),
+    ]  # fmt: skip
