@@ -43,8 +43,8 @@ def in_order_runs(draw: st.DrawFn) -> list[list[Event]]:
     """Runs whose versions of a key are never older than that key's versions in earlier runs.
 
     Inside a run anything goes: any order, several versions of a key, ties at one instant (the
-    content alphabet is small, so unchanged versions are common), exact re-deliveries of any
-    earlier version (also one that is late by now: it changes nothing, in one run or in many).
+    content alphabet is small, so unchanged versions are common), and exact re-deliveries of what
+    an earlier instant holds (late by now, they change nothing, in one run or in many).
     """
     latest: dict[int, int] = {}
     delivered: list[Event] = []
@@ -53,7 +53,8 @@ def in_order_runs(draw: st.DrawFn) -> list[list[Event]]:
         fresh = st.tuples(st.integers(0, 2), st.sampled_from("abc"), st.integers(0, 2))
         run = [(k, c, latest.get(k, 0) + offset) for k, c, offset in draw(st.lists(fresh, min_size=1, max_size=5))]
         if delivered and draw(st.booleans()):
-            run.insert(draw(st.integers(0, len(run))), draw(st.sampled_from(delivered)))
+            held = {(k, hour): (k, c, hour) for k, c, hour in delivered}  # the last delivery at an instant wins
+            run.insert(draw(st.integers(0, len(run))), draw(st.sampled_from(sorted(held.values()))))
         for key, _, hour in run:
             latest[key] = max(latest.get(key, 0), hour)
         delivered += run
