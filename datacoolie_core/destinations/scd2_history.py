@@ -13,9 +13,10 @@ Per key, over the stored rows and the batch rows together:
 3. Each version is valid until the next one's effective time; only the last one is current.
 
 A late version (older than the key's current row) is therefore placed where it belongs: the version
-it interrupts is closed at its effective time. Folding runs one after another this way gives the
-history one run over all of their rows gives (batch invariance), as long as no late version lands
-before a re-delivery that changed nothing: such a re-delivery left no row, so it cannot be re-chained.
+it interrupts is closed at its effective time. One run over some rows or several runs over them give
+the same history, except when a delivery changes what an instant holds while an unchanged version of
+its key was delivered at a later instant: that one left no row, so it cannot be re-chained. Keys whose
+versions arrive in effective order (never before the newest instant delivered so far) never meet it.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def plan_scd2(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: Sequence[s
         | pl.col(fc.IS_CURRENT).ne_missing(pl.col(_OLD_CURRENT))
     )
     stamped = [c for c in _STAMPED if c in batch.columns]
-    stamp = {c: pl.lit(batch[c][0], dtype=batch.schema[c]) for c in stamped}
+    stamp = {c: pl.lit(batch[c][0], dtype=batch.schema[c]) for c in stamped} if batch.height else {}
     written = [c for c in rows.columns if not c.startswith(_P) and c != MATCH_FROM]
     inserts = history.filter(~stored_row | dup).with_columns(
         pl.when(stored_row).then(value).otherwise(pl.col(c)).alias(c) for c, value in stamp.items()
