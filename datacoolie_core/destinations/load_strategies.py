@@ -13,13 +13,14 @@ from typing import Literal, Protocol
 
 import polars as pl
 from deltalake import DeltaTable
+from deltalake.table import TableMerger
 from sqlglot import exp
 
 from datacoolie_core import columns as fc
 from datacoolie_core import faults
 from datacoolie_core.destinations import delta
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow
-from datacoolie_core.destinations.scd2_history import MATCH_FROM, plan_scd2
+from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, plan_scd2
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
@@ -130,13 +131,17 @@ def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
     """
     keys = list(target.merge_keys)
     _check_scd2_batch(frame, target.path)
+    plan = plan_scd2(frame, None if target.table is None else read_history(target.table, frame, keys), keys)
+    faults.crash_point(faults.BEFORE_COMMIT)
     if target.table is None:
-        inserts = plan_scd2(frame, None, keys).inserts
-        faults.crash_point(faults.BEFORE_COMMIT)
-        return _create(inserts, target)
-    plan = plan_scd2(frame, read_history(target.table, frame, keys), keys)
+        return _create(plan.inserts, target)
     if plan.is_empty():
         return delta.commit_marker_only(target.table, target.marker)
+    return delta.execute_merge(target.table, _scd2_merge(plan, target.table, target.marker, keys), target.marker)
+
+
+def _scd2_merge(plan: Scd2Plan, table: DeltaTable, marker: CommitMarker, keys: list[str]) -> TableMerger:
+    """One MERGE applying the plan; each source row says which clause it is for (:data:`ACTION`)."""
     source = pl.concat(
         [
             plan.inserts.with_columns(pl.lit("insert").alias(ACTION)),
@@ -150,16 +155,14 @@ def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
     )
     on = delta.keys_match(keys).and_(same_instant)
     moved = delta.assignments([c for c in plan.updates.columns if c not in keys and c != MATCH_FROM])
-    merger = (
-        delta.start_merge(target.table, source, delta.sql(on), target.marker)
+    return (
+        delta.start_merge(table, source, delta.sql(on), marker)
         .when_matched_update(moved, predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "update")))
         .when_matched_delete(predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "delete")))
         .when_not_matched_insert(
             delta.assignments(plan.inserts.columns), predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "insert"))
         )
     )
-    faults.crash_point(faults.BEFORE_COMMIT)
-    return delta.execute_merge(target.table, merger, target.marker)
 
 
 def read_history(table: DeltaTable, batch: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:

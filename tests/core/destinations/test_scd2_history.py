@@ -204,6 +204,7 @@ SAMPLE = [[(1, "a", 0)], [(1, "b", 1), (1, "c", 2), (1, "b", 1)], [(1, "d", 2), 
 @given(runs=in_order_runs(), crash_at=st.sampled_from([BEFORE_COMMIT, AFTER_COMMIT]), pick=st.integers(0, 3))
 @example(runs=SAMPLE, crash_at=BEFORE_COMMIT, pick=1)
 @example(runs=SAMPLE, crash_at=AFTER_COMMIT, pick=1)
+@example(runs=[[(1, "a", 0)], [(1, "a", 0)]], crash_at=BEFORE_COMMIT, pick=1)  # a run that changes nothing
 def test_a_run_killed_and_rerun_gives_the_history_of_one_run(runs: list[list[Event]], crash_at: str, pick: int) -> None:
     killed = pick % len(runs)
     with tempfile.TemporaryDirectory() as one_folder, tempfile.TemporaryDirectory() as many_folder:
