@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -28,6 +29,8 @@ from tests.core.destinations.builders import (
 )
 
 WRITER = DeltaWriter()
+Version = tuple[int | None, str, datetime, datetime | None, int, int]
+"""``(id, name, valid_from, valid_to, created load, updated load)``, as :func:`scd2_stored` takes it."""
 
 
 def test_append(tmp_path: Path) -> None:
@@ -163,7 +166,7 @@ def test_scd2(tmp_path: Path) -> None:
     )
     # load 1 — initial: every key current
     WRITER.write(scd2_batch([(1, "a", at(1)), (2, "b", at(1))], load=1), dest, marker=marker(1))
-    history = [(1, "a", at(1), None, 1, 1), (2, "b", at(1), None, 1, 1)]
+    history: list[Version] = [(1, "a", at(1), None, 1, 1), (2, "b", at(1), None, 1, 1)]
     assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
     # load 2 — updates and a new key: key 1 changed (closed + new version), key 2 re-delivered
     # unchanged (nothing happens), key 3 is new
@@ -209,6 +212,23 @@ def test_scd2(tmp_path: Path) -> None:
     assert DeltaTable(str(dest.path)).version() == version + 1
     assert WRITER.committed_sequence(dest, APP) == 6
     assert ACTION not in read_table(dest.path).columns
+
+
+def test_scd2_matches_null_keys(tmp_path: Path) -> None:
+    dest = make_destination(tmp_path, load_type="scd2", merge_keys=["id"], configure={"scd2_effective_column": "x"})
+    # load 1 — initial, with a null key
+    WRITER.write(scd2_batch([(1, "a", at(1)), (None, "n", at(1))], load=1), dest, marker=marker(1))
+    # load 2 — the null key replaced at its instant and then changed; key 1 changed
+    second: list[tuple[int | None, str, datetime]] = [(1, "b", at(2)), (None, "m", at(1)), (None, "k", at(2))]
+    info = WRITER.write(scd2_batch(second, load=2), dest, marker=marker(2))
+    history: list[Version] = [
+        (None, "m", at(1), at(2), 2, 2),
+        (None, "k", at(2), None, 2, 2),
+        (1, "a", at(1), at(2), 1, 2),
+        (1, "b", at(2), None, 2, 2),
+    ]
+    assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
+    assert (info.rows_inserted, info.rows_updated, info.rows_deleted) == (3, 1, 1)
 
 
 def test_scd2_rejects_null_effective_times(tmp_path: Path) -> None:

@@ -52,7 +52,7 @@ def in_order_runs(draw: st.DrawFn) -> list[list[Event]]:
     for _ in range(draw(st.integers(1, 4))):
         fresh = st.tuples(st.integers(0, 2), st.sampled_from("abc"), st.integers(0, 2))
         run = [(k, c, latest.get(k, 0) + offset) for k, c, offset in draw(st.lists(fresh, min_size=1, max_size=5))]
-        if delivered and draw(st.booleans()):
+        if draw(st.booleans()) and delivered:
             held = {(k, hour): (k, c, hour) for k, c, hour in delivered}  # the last delivery at an instant wins
             run.insert(draw(st.integers(0, len(run))), draw(st.sampled_from(sorted(held.values()))))
         for key, _, hour in run:
@@ -91,7 +91,7 @@ def model(stream: Sequence[Event], *, time_tracked: bool = False) -> pl.DataFram
                 versions.append((hour, at_instant[hour]))
         ends = [at(1, hour) for hour, _ in versions[1:]] + [None]
         rows += [(key, content, at(1, hour), end) for (hour, content), end in zip(versions, ends, strict=True)]
-    schema = {"id": pl.Int64, "name": pl.String, fc.VALID_FROM: TS, fc.VALID_TO: TS}
+    schema = pl.Schema({"id": pl.Int64(), "name": pl.String(), fc.VALID_FROM: TS, fc.VALID_TO: TS})
     return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.col(fc.VALID_TO).is_null().alias(fc.IS_CURRENT), pl.lit(fc.AUTHOR).alias(fc.UPDATED_BY)
     )
