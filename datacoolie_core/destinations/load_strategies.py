@@ -150,10 +150,15 @@ def _scd2_merge(plan: Scd2Plan, table: DeltaTable, marker: CommitMarker, keys: l
         ],
         how="diagonal_relaxed",
     )
-    same_instant = exp.EQ(
-        this=delta.column(fc.VALID_FROM, delta.TARGET), expression=delta.column(MATCH_FROM, delta.SOURCE)
+    # IS NOT DISTINCT FROM like the keys: DataFusion then hash-joins on all of them (a plain = beside
+    # them made it a nested-loop join: 13.9 s instead of 1.3 s, 20k source rows into 300k); inserts never match
+    same_instant = exp.paren(
+        exp.NullSafeEQ(
+            this=delta.column(fc.VALID_FROM, delta.TARGET), expression=delta.column(MATCH_FROM, delta.SOURCE)
+        )
     )
-    on = delta.keys_match(keys).and_(same_instant)
+    stored_rows = exp.not_(delta.equals(ACTION, delta.SOURCE, "insert"))
+    on = delta.keys_match(keys).and_(same_instant).and_(stored_rows)
     moved = delta.assignments([c for c in plan.updates.columns if c not in keys and c != MATCH_FROM])
     return (
         delta.start_merge(table, source, delta.sql(on), marker)

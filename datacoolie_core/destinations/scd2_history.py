@@ -33,8 +33,10 @@ MATCH_FROM = "__datacoolie_match_from"
 _P = "__datacoolie_scd2_"
 _SEQ, _STORED, _DUP = f"{_P}seq", f"{_P}stored", f"{_P}dup"
 _OLD_TO, _OLD_CURRENT = f"{_P}old_to", f"{_P}old_current"
-_CONTENT, _WINNER, _RUN = f"{_P}content", f"{_P}winner", f"{_P}run"
+_CONTENT, _RUN = f"{_P}content", f"{_P}run"
 _MEMBER, _IDENTITY = f"{_P}member", f"{_P}identity"
+_ROW, _END, _KEY, _INSTANT, _RUN_INSTANT = f"{_P}row", f"{_P}end", f"{_P}key", f"{_P}instant", f"{_P}run_instant"
+_KEY_START, _INSTANT_START = f"{_P}key_start", f"{_P}instant_start"
 _STAMPED = (fc.UPDATED_AT, fc.UPDATED_BY, fc.DATAFLOW_RUN_ID)
 """System columns a rewritten stored row takes from the batch (``__created_at`` stays)."""
 
@@ -119,7 +121,7 @@ def _delivered(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: list[str]
         .sort([*keys, fc.VALID_FROM, fc.IS_CURRENT], nulls_last=True, maintain_order=True)
         .with_columns(
             pl.lit(True).alias(_STORED),
-            (pl.len().over([*keys, fc.VALID_FROM]) > 1).alias(_DUP),
+            pl.struct(*keys, fc.VALID_FROM).is_duplicated().alias(_DUP),
             pl.col(fc.VALID_FROM).alias(MATCH_FROM),
             pl.col(fc.VALID_TO).alias(_OLD_TO),
             pl.col(fc.IS_CURRENT).alias(_OLD_CURRENT),
@@ -137,28 +139,42 @@ def _runs(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     that did not. So a stored version keeps its identity (``__created_at``, ``__file_*``) through
     re-deliveries, and a version replaced and then restored is the restoring row, in one run as in
     many.
+
+    Computed on the rows sorted by key, instant and delivery, from group boundaries: windows over
+    one group per key are far slower at a hundred thousand keys.
     """
-    instant = [*keys, fc.VALID_FROM]
     tracked = tracked_columns(rows, keys)
     content = pl.struct(tracked) if tracked else pl.lit(True)
-    rows = rows.sort([*instant, _SEQ], nulls_last=True).with_columns(content.alias(_CONTENT))
-    rows = rows.with_columns(pl.col(_CONTENT).last().over(instant).alias(_WINNER))
-    first_of_instant = pl.int_range(pl.len()).over(instant) == 0
-    starts_run = first_of_instant & pl.col(_WINNER).ne_missing(pl.col(_WINNER).shift(1).over(keys))
-    rows = rows.with_columns(
-        starts_run.cast(pl.UInt32).cum_sum().over(keys).alias(_RUN),
-        pl.col(_CONTENT).eq_missing(pl.col(_WINNER)).alias(_MEMBER),
+    rows = rows.sort([*keys, fc.VALID_FROM, _SEQ], nulls_last=True).with_columns(
+        content.alias(_CONTENT), pl.int_range(pl.len(), dtype=pl.Int64).alias(_ROW)
     )
-    overruled = pl.when(~pl.col(_MEMBER)).then(pl.col(_SEQ)).max().over(instant).fill_null(-1)
-    streak = pl.col(_MEMBER) & (pl.col(_SEQ) > overruled)
-    stands_for_instant = streak & (pl.col(_SEQ) == pl.when(streak).then(pl.col(_SEQ)).min().over(instant))
-    first_instant = pl.col(fc.VALID_FROM) == pl.col(fc.VALID_FROM).first().over([*keys, _RUN])
-    return rows.with_columns((stands_for_instant & first_instant).alias(_IDENTITY))
+    first_row = pl.col(_ROW) == 0
+    key_start = first_row | pl.any_horizontal(pl.col(k).ne_missing(pl.col(k).shift(1)) for k in keys)
+    instant_start = key_start | pl.col(fc.VALID_FROM).ne_missing(pl.col(fc.VALID_FROM).shift(1))
+    rows = rows.with_columns(key_start.alias(_KEY_START), instant_start.alias(_INSTANT_START))
+    instant_end = pl.col(_INSTANT_START).shift(-1, fill_value=True)
+    rows = rows.with_columns(pl.when(instant_end).then(pl.col(_ROW)).backward_fill().alias(_END))
+    winner = pl.col(_CONTENT).gather(pl.col(_END))  # the instant's last-delivered content
+    previous_winner = pl.col(_CONTENT).gather((pl.col(_ROW) - 1).clip(0))  # at an instant's first row
+    starts_run = pl.col(_INSTANT_START) & (pl.col(_KEY_START) | winner.ne_missing(previous_winner))
+    instant_id = pl.col(_INSTANT_START).cum_sum()
+    rows = rows.with_columns(
+        pl.col(_CONTENT).eq_missing(winner).alias(_MEMBER),
+        starts_run.cum_sum().alias(_RUN),
+        instant_id.alias(_INSTANT),
+        pl.when(starts_run).then(instant_id).forward_fill().alias(_RUN_INSTANT),
+    )
+    # the streak: the instant's trailing members (no row of other content delivered after them)
+    overruled = (~pl.col(_MEMBER)).cum_sum()
+    streak = pl.col(_MEMBER) & (overruled == overruled.gather(pl.col(_END)))
+    streak_start = streak & (pl.col(_INSTANT_START) | ~streak.shift(1, fill_value=False))
+    first_instant = pl.col(_INSTANT) == pl.col(_RUN_INSTANT)
+    return rows.with_columns((streak_start & first_instant).alias(_IDENTITY))
 
 
 def _chain(rows: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """One row per run, starting at the run's first instant and valid until the next run's."""
-    start = pl.col(fc.VALID_FROM).first().over([*keys, _RUN])
-    versions = rows.with_columns(start.alias(fc.VALID_FROM)).filter(pl.col(_IDENTITY))
-    next_from = pl.col(fc.VALID_FROM).shift(-1).over(keys)
+    """One row per run (the row standing for it, delivered at its first instant), valid until the next run."""
+    versions = rows.with_columns(pl.col(_KEY_START).cum_sum().alias(_KEY)).filter(pl.col(_IDENTITY))
+    same_key_next = pl.col(_KEY) == pl.col(_KEY).shift(-1)
+    next_from = pl.when(same_key_next).then(pl.col(fc.VALID_FROM).shift(-1))
     return versions.with_columns(next_from.alias(fc.VALID_TO), next_from.is_null().alias(fc.IS_CURRENT))
