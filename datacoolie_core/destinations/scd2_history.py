@@ -48,8 +48,8 @@ class Scd2Plan:
     inserts: pl.DataFrame
     """New rows, with every column they are written with."""
     updates: pl.DataFrame
-    """Stored rows whose chain moved: keys, :data:`MATCH_FROM`, the new ``__valid_from/__valid_to/__is_current``
-    and the batch's stamped system columns."""
+    """Stored rows whose end moved: keys, :data:`MATCH_FROM`, the new ``__valid_to/__is_current`` and
+    the batch's stamped system columns."""
     deletes: pl.DataFrame
     """Stored rows to remove, by keys and :data:`MATCH_FROM` (every stored row at that instant)."""
 
@@ -73,11 +73,9 @@ def plan_scd2(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: Sequence[s
     rows = _runs(_delivered(batch, stored, keys), keys)
     history = _chain(rows, keys)
     stored_row, dup = pl.col(_STORED), pl.col(_DUP)
-    moved = (
-        pl.col(fc.VALID_FROM).ne_missing(pl.col(MATCH_FROM))
-        | pl.col(fc.VALID_TO).ne_missing(pl.col(_OLD_TO))
-        | pl.col(fc.IS_CURRENT).ne_missing(pl.col(_OLD_CURRENT))
-    )
+    # a stored row standing for its version starts it (it was delivered at its first instant): only
+    # its end can move
+    moved = pl.col(fc.VALID_TO).ne_missing(pl.col(_OLD_TO)) | pl.col(fc.IS_CURRENT).ne_missing(pl.col(_OLD_CURRENT))
     stamped = [c for c in _STAMPED if c in batch.columns]
     stamp = {c: pl.lit(batch[c][0], dtype=batch.schema[c]) for c in stamped} if batch.height else {}
     written = [c for c in rows.columns if not c.startswith(_P) and c != MATCH_FROM]
@@ -88,7 +86,7 @@ def plan_scd2(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: Sequence[s
     gone = rows.filter(stored_row & (~pl.col(_IDENTITY) | dup))
     return Scd2Plan(
         inserts=inserts.select(written),
-        updates=updates.select(*keys, MATCH_FROM, *fc.SCD2_COLUMNS, *stamped),
+        updates=updates.select(*keys, MATCH_FROM, fc.VALID_TO, fc.IS_CURRENT, *stamped),
         deletes=gone.select(*keys, MATCH_FROM).unique(maintain_order=True),
     )
 

@@ -254,7 +254,7 @@ def _history(*rows: tuple[int, str, int]) -> pl.DataFrame:
         ([], [(1, "a", 1)], [(1, "a", 1, None)], [], []),
         ([(1, "a", 1)], [(1, "a", 1)], [], [], []),
         ([(1, "a", 1)], [(1, "a", 2)], [], [], []),
-        ([(1, "a", 1)], [(1, "b", 2)], [(1, "b", 2, None)], [(1, 1, 1, 2)], []),
+        ([(1, "a", 1)], [(1, "b", 2)], [(1, "b", 2, None)], [(1, 1, 2)], []),
         ([(1, "a", 2)], [(1, "b", 2)], [(1, "b", 2, None)], [], [2]),
         ([(1, "a", 2)], [(1, "b", 1)], [(1, "b", 1, 2)], [], []),
         ([(1, "a", 2)], [(1, "a", 1)], [(1, "a", 1, None)], [], [2]),
@@ -262,12 +262,12 @@ def _history(*rows: tuple[int, str, int]) -> pl.DataFrame:
             [(1, "a", 1)],
             [(1, "b", 2), (1, "b", 3), (1, "c", 4)],
             [(1, "b", 2, 4), (1, "c", 4, None)],
-            [(1, 1, 1, 2)],
+            [(1, 1, 2)],
             [],
         ),
-        ([(1, "a", 1)], [(1, "a", 2), (1, "b", 3)], [(1, "b", 3, None)], [(1, 1, 1, 3)], []),
-        ([(1, "a", 1), (1, "c", 3)], [(1, "b", 2)], [(1, "b", 2, 3)], [(1, 1, 1, 2)], []),
-        ([(1, "a", 1), (1, "b", 2)], [(1, "a", 2)], [], [(1, 1, 1, None)], [2]),
+        ([(1, "a", 1)], [(1, "a", 2), (1, "b", 3)], [(1, "b", 3, None)], [(1, 1, 3)], []),
+        ([(1, "a", 1), (1, "c", 3)], [(1, "b", 2)], [(1, "b", 2, 3)], [(1, 1, 2)], []),
+        ([(1, "a", 1), (1, "b", 2)], [(1, "a", 2)], [], [(1, 1, None)], [2]),
         ([], [(1, "a", 3), (1, "b", 1)], [(1, "b", 1, 3), (1, "a", 3, None)], [], []),
         ([], [(1, "a", 1), (1, "b", 1), (1, "a", 1)], [(1, "a", 1, None)], [], []),
     ],
@@ -291,14 +291,14 @@ def test_plan_scd2(
     stored: list[tuple[int, str, int]],
     incoming: list[tuple[int, str, int]],
     inserted: list[tuple[int, str, int, int | None]],
-    moved: list[tuple[int, int, int, int | None]],
+    moved: list[tuple[int, int, int | None]],
     deleted: list[int],
 ) -> None:
     plan = plan_scd2(_versions(*incoming), _history(*stored) if stored else None, ["id"])
     got = plan.inserts.select("id", "name", VALID_FROM, VALID_TO, IS_CURRENT).rows()
     assert got == [(k, n, at(f), None if t is None else at(t), t is None) for k, n, f, t in inserted]
-    got = plan.updates.select("id", MATCH_FROM, VALID_FROM, VALID_TO, IS_CURRENT).rows()
-    assert got == [(k, at(o), at(f), None if t is None else at(t), t is None) for k, o, f, t in moved]
+    got = plan.updates.select("id", MATCH_FROM, VALID_TO, IS_CURRENT).rows()
+    assert got == [(k, at(f), None if t is None else at(t), t is None) for k, f, t in moved]
     assert plan.deletes.rows() == [(1, at(day)) for day in deleted]
 
 
