@@ -12,6 +12,8 @@ import signal
 
 ENV_VAR = "DATACOOLIE_CRASH_AT"
 
+BEFORE_COMMIT = "before_commit"
+"""A load strategy has planned its write and is about to commit it (scd2)."""
 AFTER_COMMIT = "after_commit"
 """After the destination commit, before the watermark save."""
 BETWEEN_COMMITS = "between_commits"

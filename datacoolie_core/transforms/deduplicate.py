@@ -4,6 +4,7 @@ DataCoolie's Polars dedup let a null order value win (descending sorts put nulls
 arbitrarily and, in RANK mode, dropped groups whose order values were all null. Here the result is
 a function of the data: order columns descending with NULLS LAST, ties broken by input row order
 (first occurrence wins), and an all-null group keeps its rows. Surviving rows keep their input order.
+An scd2 destination keeps every version by default (the scd2 load is where its versions meet).
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ _ROW = "__dc_dedup_row__"
 class Deduplicator:
     """Keep the latest row per ``dataflow.deduplicate_columns`` ordered by ``dataflow.order_columns``.
 
-    No-op when keys or order columns are empty. Key and order columns must exist whatever the
-    ``missing_column_policy``. ROW_NUMBER semantics (one row per key, label ``Deduplicator``) unless
-    ``transform.configure.deduplicate_by_rank`` or a ``merge_overwrite`` destination without explicit
-    ``deduplicate_columns`` asks for RANK semantics (every row tied on the best order values,
+    No-op when keys or order columns are empty, and for an ``scd2`` destination whose keys default
+    to the merge keys: there every version of a key is history, which the scd2 load chains (only exact
+    re-deliveries collapse, docs/scd2.md). DataCoolie (T-05, D-11) kept the latest version per key, so
+    the versions that reached the history depended on how many landed between two runs. An explicit
+    ``transform.deduplicate_columns`` still deduplicates for scd2.
+
+    Key and order columns must exist whatever the ``missing_column_policy``. ROW_NUMBER semantics
+    (one row per key, label ``Deduplicator``) unless ``transform.configure.deduplicate_by_rank`` or a
+    ``merge_overwrite`` destination without explicit ``deduplicate_columns`` asks for RANK semantics
+    (every row tied on the best order values,
     label ``Deduplicator(RANK)``).
     """
 
@@ -32,7 +39,7 @@ class Deduplicator:
 
     def apply(self, frame: pl.LazyFrame, ctx: TransformContext) -> tuple[pl.LazyFrame, str | None]:
         dataflow = ctx.dataflow
-        if not dataflow.deduplicate_columns or not dataflow.order_columns:
+        if not dataflow.deduplicate_columns or not dataflow.order_columns or keeps_every_version(ctx):
             return frame, None
         names = frame.collect_schema().names()
         key_source = (
@@ -46,6 +53,12 @@ class Deduplicator:
         if uses_rank(ctx):
             return keep_best_ranked(frame, keys, order), f"{self.name}(RANK)"
         return keep_latest(frame, keys, order), self.name
+
+
+def keeps_every_version(ctx: TransformContext) -> bool:
+    """``scd2`` with the default keys: versions are history, the scd2 load chains them (no dedup here)."""
+    dataflow = ctx.dataflow
+    return dataflow.destination.load_type == "scd2" and not dataflow.transform.deduplicate_columns
 
 
 def uses_rank(ctx: TransformContext) -> bool:

@@ -73,7 +73,7 @@ def stored(rows: Sequence[tuple[Any, ...]], *, columns: Sequence[str] = ("id", "
     )
 
 
-def scd2_batch(rows: Sequence[tuple[int, str, datetime]], *, load: int) -> pl.DataFrame:
+def scd2_batch(rows: Sequence[tuple[int | None, str, datetime]], *, load: int) -> pl.DataFrame:
     """``(id, name, valid_from)`` rows with the scd2 columns the column adder sets, then system columns."""
     frame = pl.DataFrame(
         [list(r) for r in rows], schema={"id": pl.Int64, "name": pl.String, VALID_FROM: TS}, orient="row"
@@ -83,7 +83,7 @@ def scd2_batch(rows: Sequence[tuple[int, str, datetime]], *, load: int) -> pl.Da
     )
 
 
-def scd2_stored(rows: Sequence[tuple[int, str, datetime, datetime | None, int, int]]) -> pl.DataFrame:
+def scd2_stored(rows: Sequence[tuple[int | None, str, datetime, datetime | None, int, int]]) -> pl.DataFrame:
     """``(id, name, valid_from, valid_to, created load, updated load)``; current = no valid_to."""
     frame = pl.DataFrame(
         [list(r[:4]) for r in rows],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -11,7 +12,8 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core.columns import IS_CURRENT, VALID_FROM, VALID_TO
 from datacoolie_core.destinations import LOAD_STRATEGIES, DeltaWriter, ReplaceWindow, get_strategy
-from datacoolie_core.destinations.load_strategies import ACTION, plan_scd2
+from datacoolie_core.destinations.load_strategies import ACTION
+from datacoolie_core.destinations.scd2_history import MATCH_FROM, plan_scd2
 from datacoolie_core.errors import DestinationError
 from tests.core.destinations.builders import (
     APP,
@@ -27,6 +29,8 @@ from tests.core.destinations.builders import (
 )
 
 WRITER = DeltaWriter()
+Version = tuple[int | None, str, datetime, datetime | None, int, int]
+"""``(id, name, valid_from, valid_to, created load, updated load)``, as :func:`scd2_stored` takes it."""
 
 
 def test_append(tmp_path: Path) -> None:
@@ -162,7 +166,7 @@ def test_scd2(tmp_path: Path) -> None:
     )
     # load 1 — initial: every key current
     WRITER.write(scd2_batch([(1, "a", at(1)), (2, "b", at(1))], load=1), dest, marker=marker(1))
-    history = [(1, "a", at(1), None, 1, 1), (2, "b", at(1), None, 1, 1)]
+    history: list[Version] = [(1, "a", at(1), None, 1, 1), (2, "b", at(1), None, 1, 1)]
     assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
     # load 2 — updates and a new key: key 1 changed (closed + new version), key 2 re-delivered
     # unchanged (nothing happens), key 3 is new
@@ -175,19 +179,56 @@ def test_scd2(tmp_path: Path) -> None:
     ]
     assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
     assert (info.rows_inserted, info.rows_updated) == (2, 1)
-    # load 3 — late and equal-timestamp rows: an older version of key 1 and a changed key 3 with the
-    # current row's own __valid_from change nothing (history is not rewritten); the marker still commits
+    # load 3 — several versions of a key in one batch, out of frame order, one delivered twice, and
+    # two versions of key 2 at one instant (the one delivered last wins): all chained in effective order
+    third = [(1, "C", at(4)), (1, "B", at(3)), (1, "B", at(3)), (2, "b4", at(4)), (2, "b5", at(5)), (2, "b5x", at(5))]
+    info = WRITER.write(scd2_batch(third, load=3), dest, marker=marker(3))
+    history = [
+        (1, "a", at(1), at(2), 1, 2),
+        (1, "A", at(2), at(3), 2, 3),
+        (1, "B", at(3), at(4), 3, 3),
+        (1, "C", at(4), None, 3, 3),
+        (2, "b", at(1), at(4), 1, 3),
+        (2, "b4", at(4), at(5), 3, 3),
+        (2, "b5x", at(5), None, 3, 3),
+        (3, "c", at(2), None, 2, 2),
+    ]
+    assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
+    assert (info.rows_inserted, info.rows_updated) == (4, 2)
+    # load 4 — a late version of key 1 (day 2, noon) lands inside version A, which it closes
+    WRITER.write(scd2_batch([(1, "L", at(2, 12))], load=4), dest, marker=marker(4))
+    history[1:2] = [(1, "A", at(2), at(2, 12), 2, 4), (1, "L", at(2, 12), at(3), 4, 4)]
+    assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
+    # load 5 — key 3 again at its current instant with new content: the later delivery replaces
+    # it; a late re-delivery of A inside A's own validity changes nothing
+    info = WRITER.write(scd2_batch([(3, "C", at(2)), (1, "A", at(2, 6))], load=5), dest, marker=marker(5))
+    history[-1] = (3, "C", at(2), None, 5, 5)
+    assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
+    assert (info.rows_inserted, info.rows_updated, info.rows_deleted) == (1, 0, 1)
+    # load 6 — an unchanged re-delivery: no change, but the marker still commits
     version = DeltaTable(str(dest.path)).version()
-    WRITER.write(scd2_batch([(1, "late", at(1, 12)), (3, "C", at(2))], load=3), dest, marker=marker(3))
+    WRITER.write(scd2_batch([(2, "b5x", at(6))], load=6), dest, marker=marker(6))
     assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
     assert DeltaTable(str(dest.path)).version() == version + 1
-    assert WRITER.committed_sequence(dest, APP) == 3
-    # load 4 — duplicate batch keys: versions of key 2 are chained, same-instant duplicates keep the last
-    WRITER.write(scd2_batch([(2, "b4", at(4)), (2, "b5", at(5)), (2, "b5x", at(5))], load=4), dest, marker=marker(4))
-    history[2:3] = [(2, "b", at(1), at(4), 1, 4), (2, "b4", at(4), at(5), 4, 4), (2, "b5x", at(5), None, 4, 4)]
+    assert WRITER.committed_sequence(dest, APP) == 6
+    assert ACTION not in read_table(dest.path).columns
+
+
+def test_scd2_matches_null_keys(tmp_path: Path) -> None:
+    dest = make_destination(tmp_path, load_type="scd2", merge_keys=["id"], configure={"scd2_effective_column": "x"})
+    # load 1 — initial, with a null key
+    WRITER.write(scd2_batch([(1, "a", at(1)), (None, "n", at(1))], load=1), dest, marker=marker(1))
+    # load 2 — the null key replaced at its instant and then changed; key 1 changed
+    second: list[tuple[int | None, str, datetime]] = [(1, "b", at(2)), (None, "m", at(1)), (None, "k", at(2))]
+    info = WRITER.write(scd2_batch(second, load=2), dest, marker=marker(2))
+    history: list[Version] = [
+        (None, "m", at(1), at(2), 2, 2),
+        (None, "k", at(2), None, 2, 2),
+        (1, "a", at(1), at(2), 1, 2),
+        (1, "b", at(2), None, 2, 2),
+    ]
     assert_frame_equal(read_table(dest.path, "id", VALID_FROM), scd2_stored(history))
-    current = read_table(dest.path).filter(pl.col(IS_CURRENT)).group_by("id").len()
-    assert current["len"].max() == 1
+    assert (info.rows_inserted, info.rows_updated, info.rows_deleted) == (3, 1, 1)
 
 
 def test_scd2_rejects_null_effective_times(tmp_path: Path) -> None:
@@ -201,43 +242,74 @@ def _versions(*rows: tuple[int, str, int]) -> pl.DataFrame:
     return scd2_batch([(k, name, at(day)) for k, name, day in rows], load=1)
 
 
+def _history(*rows: tuple[int, str, int]) -> pl.DataFrame:
+    """A stored chain: each version valid until the next one of its key."""
+    next_from = pl.col(VALID_FROM).shift(-1).over("id")
+    return _versions(*rows).with_columns(next_from.alias(VALID_TO), next_from.is_null().alias(IS_CURRENT))
+
+
 @pytest.mark.parametrize(
-    ("current", "incoming", "inserted", "closed"),
+    ("stored", "incoming", "inserted", "moved", "deleted"),
     [
-        ([], [(1, "a", 1)], [(1, "a", 1, None)], []),
-        ([(1, "a", 1)], [(1, "a", 2)], [], []),
-        ([(1, "a", 1)], [(1, "b", 2)], [(1, "b", 2, None)], [(1, 2)]),
-        ([(1, "a", 2)], [(1, "b", 2)], [], []),
-        ([(1, "a", 2)], [(1, "b", 1)], [], []),
-        ([(1, "a", 1)], [(1, "b", 2), (1, "b", 3), (1, "c", 4)], [(1, "b", 2, 4), (1, "c", 4, None)], [(1, 2)]),
-        ([(1, "a", 1)], [(1, "a", 2), (1, "b", 3)], [(1, "b", 3, None)], [(1, 3)]),
-        ([(1, "a", 1), (1, "b", 3)], [(1, "b", 4)], [], []),
-        ([], [(1, "a", 3), (1, "b", 1)], [(1, "b", 1, 3), (1, "a", 3, None)], []),
+        ([], [(1, "a", 1)], [(1, "a", 1, None)], [], []),
+        ([(1, "a", 1)], [(1, "a", 1)], [], [], []),
+        ([(1, "a", 1)], [(1, "a", 2)], [], [], []),
+        ([(1, "a", 1)], [(1, "b", 2)], [(1, "b", 2, None)], [(1, 1, 2)], []),
+        ([(1, "a", 2)], [(1, "b", 2)], [(1, "b", 2, None)], [], [2]),
+        ([(1, "a", 2)], [(1, "b", 1)], [(1, "b", 1, 2)], [], []),
+        ([(1, "a", 2)], [(1, "a", 1)], [(1, "a", 1, None)], [], [2]),
+        (
+            [(1, "a", 1)],
+            [(1, "b", 2), (1, "b", 3), (1, "c", 4)],
+            [(1, "b", 2, 4), (1, "c", 4, None)],
+            [(1, 1, 2)],
+            [],
+        ),
+        ([(1, "a", 1)], [(1, "a", 2), (1, "b", 3)], [(1, "b", 3, None)], [(1, 1, 3)], []),
+        ([(1, "a", 1), (1, "c", 3)], [(1, "b", 2)], [(1, "b", 2, 3)], [(1, 1, 2)], []),
+        ([(1, "a", 1), (1, "b", 2)], [(1, "a", 2)], [], [(1, 1, None)], [2]),
+        ([], [(1, "a", 3), (1, "b", 1)], [(1, "b", 1, 3), (1, "a", 3, None)], [], []),
+        ([], [(1, "a", 1), (1, "b", 1), (1, "a", 1)], [(1, "a", 1, None)], [], []),
     ],
     ids=[
         "new-key",
-        "unchanged-redelivery",
+        "exact-redelivery",
+        "unchanged-redelivery-later",
         "changed-later",
-        "changed-equal-time",
-        "older",
+        "same-instant-last-delivered-wins",
+        "late-version-before-the-first",
+        "late-equal-version-takes-over",
         "chain-in-batch",
         "unchanged-then-changed",
-        "latest-of-two-current-rows-counts",
+        "late-version-splits-a-closed-one",
+        "back-to-the-previous-content-reopens-it",
         "new-key-out-of-order-batch",
+        "same-instant-in-batch-last-wins",
     ],
 )
 def test_plan_scd2(
-    current: list[tuple[int, str, int]],
+    stored: list[tuple[int, str, int]],
     incoming: list[tuple[int, str, int]],
     inserted: list[tuple[int, str, int, int | None]],
-    closed: list[tuple[int, int]],
+    moved: list[tuple[int, int, int | None]],
+    deleted: list[int],
 ) -> None:
-    target = _versions(*current).select("id", VALID_FROM, "name") if current else None
-    inserts, closes = plan_scd2(_versions(*incoming), target, ["id"])
-    got = inserts.select("id", "name", VALID_FROM, VALID_TO, IS_CURRENT).rows()
-    want = [(k, n, at(f), None if t is None else at(t), t is None) for k, n, f, t in inserted]
-    assert got == want
-    assert closes.select("id", VALID_FROM).rows() == [(k, at(day)) for k, day in closed]
+    plan = plan_scd2(_versions(*incoming), _history(*stored) if stored else None, ["id"])
+    got = plan.inserts.select("id", "name", VALID_FROM, VALID_TO, IS_CURRENT).rows()
+    assert got == [(k, n, at(f), None if t is None else at(t), t is None) for k, n, f, t in inserted]
+    got = plan.updates.select("id", MATCH_FROM, VALID_TO, IS_CURRENT).rows()
+    assert got == [(k, at(f), None if t is None else at(t), t is None) for k, f, t in moved]
+    assert plan.deletes.rows() == [(1, at(day)) for day in deleted]
+
+
+def test_plan_scd2_repairs_two_current_rows_at_one_instant() -> None:
+    # DataCoolie appends a re-read version as a second current row at the same instant (F-01)
+    stored = pl.concat([_history((1, "a", 1)), _history((1, "a", 1))])
+    plan = plan_scd2(_versions((1, "b", 2)), stored, ["id"])
+    assert plan.deletes.rows() == [(1, at(1))]
+    got = plan.inserts.select("id", "name", VALID_FROM, VALID_TO, IS_CURRENT).rows()
+    assert got == [(1, "a", at(1), at(2), False), (1, "b", at(2), None, True)]
+    assert plan.updates.is_empty()
 
 
 def test_registry_names_every_strategy_and_suggests_on_typos() -> None:

@@ -77,11 +77,35 @@ def test_several_order_columns_compare_lexicographically(make_ctx: MakeCtx) -> N
             },
             "Deduplicator",
         ),
+        (
+            {
+                "destination": {"load_type": "scd2", "merge_keys": ["id"], "configure": {"scd2_effective_column": "v"}},
+                "transform": {"deduplicate_columns": ["id"], "latest_data_columns": ["version"]},
+            },
+            "Deduplicator",
+        ),
     ],
-    ids=["merge_overwrite-defaults-to-rank", "merge_upsert-row-number", "explicit-keys-row-number"],
+    ids=[
+        "merge_overwrite-defaults-to-rank",
+        "merge_upsert-row-number",
+        "explicit-keys-row-number",
+        "scd2-explicit-keys",
+    ],
 )
 def test_semantics_by_load_type(make_ctx: MakeCtx, blocks: dict[str, Any], label: str) -> None:
     assert Deduplicator().apply(ROWS.lazy(), make_ctx(**blocks))[1] == label
+
+
+def test_scd2_keeps_every_version_by_default(make_ctx: MakeCtx) -> None:
+    # DataCoolie kept the latest version per merge key, so a batch's intermediate versions vanished
+    # from the history; the scd2 load chains them all instead (docs/scd2.md)
+    scd2 = {"load_type": "scd2", "merge_keys": ["id"], "configure": {"scd2_effective_column": "version"}}
+    ctx = make_ctx(destination=scd2, source={"watermark_columns": ["version"]})
+
+    out, label = Deduplicator().apply(ROWS.lazy(), ctx)
+
+    assert label is None
+    assert_frame_equal(out.collect(), ROWS)
 
 
 @pytest.mark.parametrize(
