@@ -27,12 +27,20 @@ from typing import Any
 
 import polars as pl
 
-from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME, FILE_NAME, FILE_PATH
+from datacoolie_core.columns import (
+    DATE_FOLDER_PARTITION,
+    FILE_COLUMNS,
+    FILE_MODIFICATION_TIME,
+    FILE_NAME,
+    FILE_PATH,
+)
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
-from datacoolie_core.sources.options import CSV_ALIASES, polars_options
+from datacoolie_core.sources.csv_text import read_csv_strings
+from datacoolie_core.sources.csv_types import infer_and_cast
+from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.window import coerce_bound, lookup
 
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
@@ -64,8 +72,15 @@ class FileReader:
                                   "files_read": [f.path for f in files]}  # fmt: skip
         if not files:
             return None
-        frames = [_tag(scan_file(f.path, fmt, source.read_options, hive=hive, label=label), f) for f in files]
+        scans = [(scan_file(f.path, fmt, source.read_options, hive=hive, label=label), f) for f in files]
+        frames = [_tag(lf, f) for lf, f in scans if lf is not None]
+        if not frames:
+            return None
         lf = pl.concat(frames, how="diagonal_relaxed")
+        if fmt == "csv" and csv_options(source.read_options, label=label).infer_schema:
+            # Spark infers over every row of every file, so the types are decided on the union
+            business = [c for c in lf.collect_schema() if c not in FILE_COLUMNS]
+            lf = infer_and_cast(lf, business, csv_options(source.read_options, label=label))
         pseudo = {key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)}
         return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
 
@@ -104,18 +119,21 @@ def prune_by_mtime(files: list[FileInfo], source: Source, request: ReadRequest, 
     return [f for f in files if f.modified > bound]
 
 
-def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label: str) -> pl.LazyFrame:
-    """A lazy frame of one file (json, avro and excel are read eagerly, as Polars has no scan for them)."""
+def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label: str) -> pl.LazyFrame | None:
+    """A lazy frame of one file (json, avro and excel are read eagerly, as Polars has no scan for them).
+
+    CSV and JSON lines are read as Spark reads them (:mod:`csv_text`, :func:`scan_jsonl`); a CSV file
+    without a line is ``None``.
+    """
     try:
         if fmt == "parquet":
             return pl.scan_parquet(
                 path, hive_partitioning=hive, **polars_options(pl.scan_parquet, options, label=label)
             )
         if fmt == "csv":
-            csv_options = polars_options(pl.scan_csv, options, aliases=CSV_ALIASES, label=label)
-            return pl.scan_csv(path, **csv_options)
+            return read_csv_strings(path, csv_options(options, label=label), label=label)
         if fmt == "jsonl":
-            return pl.scan_ndjson(path, **polars_options(pl.scan_ndjson, options, label=label))
+            return scan_jsonl(path, options, label=label)
         if fmt == "json":
             return pl.read_json(path).lazy()  # DataCoolie ignores read options for json (S-16)
         if fmt == "avro":
@@ -123,6 +141,36 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
         return _read_excel(path, options, label)
     except (pl.exceptions.PolarsError, OSError, ValueError, TypeError) as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}; check the file and source.read_options") from e
+
+
+def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFrame:
+    """One JSON-lines file as Spark reads it: types inferred over every line, columns sorted by name.
+
+    Spark's JSON inference: integers -> bigint, other numbers -> double, a mix with text -> string,
+    objects -> struct (fields sorted by name), an all-null column -> string; ``primitivesAsString``
+    reads numbers and booleans as their text. ``multiLine`` reads the file as one JSON document.
+    """
+    spark = json_options(options, label=label)
+    if spark.multi_line:
+        lf = pl.read_json(path).lazy()
+    else:
+        lf = pl.scan_ndjson(path, infer_schema_length=None)
+    inferred = lf.collect_schema()
+    target = {name: _spark_json_dtype(inferred[name], spark.primitives_as_string) for name in sorted(inferred)}
+    if spark.multi_line:
+        return lf.select(pl.col(name).cast(dtype) for name, dtype in target.items())
+    return pl.scan_ndjson(path, schema=target)
+
+
+def _spark_json_dtype(dtype: pl.DataType, as_string: bool) -> pl.DataType:
+    if isinstance(dtype, pl.Struct):
+        fields = sorted(dtype.fields, key=lambda f: f.name)
+        return pl.Struct({f.name: _spark_json_dtype(f.dtype, as_string) for f in fields})
+    if isinstance(dtype, pl.List):
+        return pl.List(_spark_json_dtype(dtype.inner, as_string))
+    if dtype == pl.Null or (as_string and (dtype.is_numeric() or dtype == pl.Boolean)):
+        return pl.String()
+    return dtype
 
 
 def _read_excel(path: str, options: dict[str, Any], label: str) -> pl.LazyFrame:

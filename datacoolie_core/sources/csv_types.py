@@ -1,0 +1,164 @@
+"""Spark 3.5's CSV ``inferSchema``: the type of each string column, over every row, then the cast.
+
+Spark types each value by the first of these it parses as, then widens across the column's values;
+nulls do not vote and an all-null column stays a string:
+
+====================  ==============================================================================
+int, bigint           ``[+-]digits`` in the int / long range (``"0179"`` is the int 179)
+decimal(p, 0)         a whole number beyond long, or one written ``"5."`` / with grouping commas
+                      (``"1,000"``) — Java ``BigDecimal`` with scale 0, at most 38 digits
+double                anything Java ``Double.parseDouble`` takes (blanks around it, ``1e3``, ``.5``,
+                      ``1d``, ``NaN``, ``Infinity``) and ``Inf`` / ``-Inf``
+date                  ``dateFormat`` (default ``yyyy-MM-dd``)
+timestamp             ``timestampFormat``, or without it Spark's ISO cast (``yyyy-M[-d][( |T)H[:m[:s
+                      [.fraction]]]][zone]``), read in UTC
+boolean               ``true`` / ``false`` in any case
+string                anything else, or a mix the rules below do not join
+====================  ==============================================================================
+
+Widening: int < bigint < decimal < double; date + timestamp = timestamp (string when
+``timestampFormat`` is set); any other mix is a string. The cost: inference reads the files once
+more (an aggregate over every row) before the read that keeps the rows.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from datacoolie_core.sources.options import CsvOptions
+from datacoolie_core.transforms.casts import java_to_strftime
+
+_INT, _LONG, _DECIMAL, _DOUBLE, _DATE, _TIMESTAMP, _BOOLEAN, _STRING = range(8)
+_TS = pl.Datetime("us", "UTC")
+_JAVA_BLANK = r"[\x{0}-\x{20}]*"
+_DOUBLE_RE = rf"^{_JAVA_BLANK}[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?){_JAVA_BLANK}$"
+_DECIMAL_RE = r"^[+-]?\d+\.?$"
+_SPARK_TS = (
+    r"^\s*(\d{4})-(\d{1,2})(?:-(\d{1,2}))?"
+    r"(?:[T ](\d{1,2})(?::(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?)?"
+    r"\s*(Z|UTC|GMT|[+-]\d{2}:?\d{2}|[+-]\d{1,2})?\s*$"
+)
+
+
+def infer_and_cast(lf: pl.LazyFrame, columns: list[str], options: CsvOptions) -> pl.LazyFrame:
+    """``lf`` with each of ``columns`` (strings) cast to the type Spark infers for it."""
+    if not columns:
+        return lf
+    kinds = lf.select(_kind(pl.col(c), options).unique().implode().alias(c) for c in columns)
+    digits = lf.select(_digits(pl.col(c)).max().alias(c) for c in columns)
+    found, widest = pl.collect_all([kinds, digits])
+    casts = []
+    for column in columns:
+        kinds = {k for k in found[column][0].to_list() if k is not None}
+        kind = _join(kinds, options)
+        if kind != _STRING:
+            # an int widens to decimal(10, 0), a bigint to decimal(20, 0)
+            precision = max(widest[column][0] or 1, 10 if _INT in kinds else 1, 20 if _LONG in kinds else 1)
+            casts.append(_cast(pl.col(column), kind, precision, options).alias(column))
+    return lf.with_columns(casts) if casts else lf
+
+
+def _kind(value: pl.Expr, o: CsvOptions) -> pl.Expr:
+    """The first type a value parses as (null for a null value)."""
+    integer = value.str.contains(r"^[+-]?\d+$")
+    number = value.str.replace_all(",", "", literal=True)
+    return (
+        pl.when(value.is_null()).then(None)
+        .when(integer & value.cast(pl.Int32, strict=False).is_not_null()).then(_INT)
+        .when(integer & value.cast(pl.Int64, strict=False).is_not_null()).then(_LONG)
+        .when(number.str.contains(_DECIMAL_RE) & (_digit_count(number) <= 38)).then(_DECIMAL)
+        .when(value.str.contains(_DOUBLE_RE) | value.is_in(["Inf", "-Inf"])).then(_DOUBLE)
+        .when(_parse_date(value, o).is_not_null()).then(_DATE)
+        .when(_parse_timestamp(value, o).is_not_null()).then(_TIMESTAMP)
+        .when(value.str.to_lowercase().is_in(["true", "false"])).then(_BOOLEAN)
+        .otherwise(_STRING)
+    )  # fmt: skip
+
+
+def _digits(value: pl.Expr) -> pl.Expr:
+    """The precision of a whole-number value (a decimal column's width)."""
+    number = value.str.replace_all(",", "", literal=True)
+    return pl.when(number.str.contains(_DECIMAL_RE)).then(_digit_count(number))
+
+
+def _digit_count(number: pl.Expr) -> pl.Expr:
+    digits = number.str.replace_all(r"[^0-9]", "").str.strip_chars_start("0")
+    return pl.max_horizontal(digits.str.len_chars(), pl.lit(1))
+
+
+def _join(kinds: set[int], o: CsvOptions) -> int:
+    """Spark's widening of the per-value types of one column."""
+    if not kinds:
+        return _STRING
+    if len(kinds) == 1:
+        return kinds.pop()
+    if kinds <= {_INT, _LONG}:
+        return _LONG
+    if kinds <= {_INT, _LONG, _DECIMAL}:
+        return _DECIMAL
+    if kinds <= {_INT, _LONG, _DECIMAL, _DOUBLE}:
+        return _DOUBLE
+    if kinds == {_DATE, _TIMESTAMP} and o.timestamp_format is None:
+        return _TIMESTAMP
+    return _STRING
+
+
+def _cast(value: pl.Expr, kind: int, precision: int, o: CsvOptions) -> pl.Expr:
+    if kind == _INT:
+        return value.cast(pl.Int32)
+    if kind == _LONG:
+        return value.cast(pl.Int64)
+    if kind == _DECIMAL:
+        number = value.str.replace_all(",", "", literal=True).str.strip_suffix(".")
+        return number.cast(pl.Decimal(min(precision, 38), 0))
+    if kind == _DOUBLE:
+        return _double(value)
+    if kind == _DATE:
+        return _parse_date(value, o)
+    if kind == _TIMESTAMP:
+        return _parse_timestamp(value, o)
+    return value.str.to_lowercase() == "true"
+
+
+def _double(value: pl.Expr) -> pl.Expr:
+    text = value.str.strip_chars("".join(chr(i) for i in range(33))).str.replace(r"[fFdD]$", "")
+    text = text.str.replace(r"^([+-]?)(Infinity|Inf)$", "${1}inf")
+    return text.cast(pl.Float64)
+
+
+def _parse_date(value: pl.Expr, o: CsvOptions) -> pl.Expr:
+    if o.date_format == "yyyy-MM-dd":  # Spark's default pattern is strict: two-digit month and day
+        value = pl.when(value.str.contains(r"^\d{4}-\d{2}-\d{2}$")).then(value)
+    return value.str.to_date(java_to_strftime(o.date_format), strict=False)
+
+
+def _parse_timestamp(value: pl.Expr, o: CsvOptions) -> pl.Expr:
+    if o.timestamp_format is not None:
+        fmt = java_to_strftime(o.timestamp_format)
+        aware = "%z" in fmt or "%:z" in fmt
+        parsed = value.str.to_datetime(fmt, time_unit="us", time_zone="UTC" if aware else None, strict=False)
+        return parsed if aware else parsed.dt.replace_time_zone("UTC")
+    return _iso_cast(value)
+
+
+def _iso_cast(value: pl.Expr) -> pl.Expr:
+    """Spark's string -> timestamp cast for the ISO shapes, in UTC (session time zone)."""
+
+    def part(group: int, default: str, width: int = 2) -> pl.Expr:
+        return value.str.extract(_SPARK_TS, group).fill_null(default).str.pad_start(width, "0")
+
+    zone = (
+        value.str.extract(_SPARK_TS, 8)
+        .str.replace(r"^(Z|UTC|GMT)$", "+00:00")
+        .str.replace(r"^([+-])(\d)$", "${1}0${2}")
+        .str.replace(r"^([+-]\d{2})$", "${1}:00")
+        .str.replace(r"^([+-]\d{2})(\d{2})$", "${1}:${2}")
+        .fill_null("+00:00")
+    )
+    fraction = value.str.extract(_SPARK_TS, 7).fill_null("0")
+    text = pl.concat_str(
+        part(1, "", 4), pl.lit("-"), part(2, "1"), pl.lit("-"), part(3, "1"), pl.lit("T"),
+        part(4, "0"), pl.lit(":"), part(5, "0"), pl.lit(":"), part(6, "0"), pl.lit("."), fraction, zone,
+    )  # fmt: skip
+    iso = pl.when(value.str.contains(_SPARK_TS)).then(text)
+    return iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_unit="us", time_zone="UTC", strict=False)
