@@ -31,6 +31,8 @@ from datacoolie_core.transforms.casts import java_to_strftime
 _INT, _LONG, _DECIMAL, _DOUBLE, _DATE, _TIMESTAMP, _BOOLEAN, _STRING = range(8)
 _TS = pl.Datetime("us", "UTC")
 _JAVA_BLANK = r"[\x{0}-\x{20}]*"
+_WHITESPACE = "".join(chr(i) for i in range(33))
+"""Java's ``trim``: every character up to the space."""
 _DOUBLE_RE = rf"^{_JAVA_BLANK}[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?){_JAVA_BLANK}$"
 _DECIMAL_RE = r"^[+-]?\d+\.?$"
 _SPARK_TS = (
@@ -121,9 +123,9 @@ def _cast(value: pl.Expr, kind: int, precision: int, o: CsvOptions) -> pl.Expr:
 
 
 def _double(value: pl.Expr) -> pl.Expr:
-    text = value.str.strip_chars("".join(chr(i) for i in range(33))).str.replace(r"[fFdD]$", "")
+    text = value.str.strip_chars(_WHITESPACE).str.replace(r"[fFdD]$", "")
     text = text.str.replace(r"^([+-]?)(Infinity|Inf)$", "${1}inf")
-    return text.cast(pl.Float64)
+    return text.cast(pl.Float64, strict=False)
 
 
 def _parse_date(value: pl.Expr, o: CsvOptions) -> pl.Expr:
@@ -162,3 +164,23 @@ def _iso_cast(value: pl.Expr) -> pl.Expr:
     )  # fmt: skip
     iso = pl.when(value.str.contains(_SPARK_TS)).then(text)
     return iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%:z", time_unit="us", time_zone="UTC", strict=False)
+
+
+def spark_string_cast(text: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """Spark's (non-ANSI) cast of a string column to ``dtype``: blanks trimmed, unparsable -> null.
+
+    Spark compares a string column with a typed value by casting the column this way (a watermark
+    bound against a CSV column read as text).
+    """
+    trimmed = text.str.strip_chars(_WHITESPACE)
+    if isinstance(dtype, pl.Datetime):
+        return _iso_cast(trimmed)
+    if isinstance(dtype, pl.Date):
+        day = trimmed.str.extract(r"^(\d{4}-\d{1,2}-\d{1,2})(?:[T ].*)?$", 1)
+        return day.str.to_date("%Y-%m-%d", strict=False)
+    if dtype.is_integer():  # Spark truncates a fraction ("100.5" -> 100)
+        whole = trimmed.str.extract(r"^([+-]?\d+)(?:\.\d*)?$", 1)
+        return whole.cast(dtype, strict=False)
+    if dtype.is_float():
+        return _double(trimmed).cast(dtype, strict=False)
+    return trimmed.cast(dtype, strict=False)

@@ -121,7 +121,8 @@ def _spark_values(options: Mapping[str, Any], keys: Mapping[str, str], fmt: str,
             known = sorted({_SPARK_NAMES[k] for k in keys if k in _SPARK_NAMES})
             raise SourceError(
                 f"{label}: read option '{key}' is not a {fmt} read option this engine supports"
-                f"{did_you_mean(key, [*known, *keys])}; supported (Spark names): {', '.join(known)}"
+                f"{did_you_mean(key, [*known, *(k for k in keys if k not in _SPARK_NAMES)])}; "
+                f"supported (Spark names): {', '.join(known)}"
             )
         if field in _BOOLEANS and not isinstance(value, bool):
             try:
