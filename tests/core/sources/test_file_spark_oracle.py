@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from datacoolie_core.sources import ReadRange
 from tests.core.sources.test_file import business, file_source, folder_of
 from tests.core.sources.helpers import read
 
@@ -177,3 +179,26 @@ def test_json_lines_read_as_spark_reads_them(spark: Any, tmp_path: Path, case: s
     expected = spark_frame(spark.read.options(**options).json(str(path)))
     assert got is not None
     assert_frame_equal(got, expected)
+
+
+BOUNDS: dict[str, tuple[str, Any, Any]] = {
+    # a text column against typed bounds: Spark casts the column to the bound's type
+    "timestamps": ("2024-01-31 23:00:00\n2024-02-01 08:00:00\n2024-02-01T00:00:00Z\n 2024-02-03 \nx\n",
+                   datetime(2024, 2, 1), datetime(2024, 2, 3)),
+    "dates": ("2024-01-31\n2024-02-01 10:00\n2024-2-2\nx\n", date(2024, 2, 1), date(2024, 2, 3)),
+    "integers": ("9\n10\n100\n100.5\n 50 \n1e2\nx\n", 9, 100),
+    "doubles": ("1.5\n2.25\n3\nNaN\n", 1.5, 3.0),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BOUNDS), ids=list(BOUNDS))
+def test_typed_bounds_on_a_text_column_select_as_spark_selects(spark: Any, tmp_path: Path, case: str) -> None:
+    from pyspark.sql import functions as F
+
+    values, start, end = BOUNDS[case]
+    path = folder_of(tmp_path) / "case.csv"
+    path.write_text("v\n" + values)
+    frame = spark.read.options(header="true").csv(str(path))
+    expected = [r.v for r in frame.filter((F.col("v") >= F.lit(start)) & (F.col("v") < F.lit(end))).collect()]
+    result = read(file_source(tmp_path, "csv", configure={"read_options": H}), read_range=ReadRange("v", start, end))
+    assert (result.data["v"].to_list() if result else []) == expected
