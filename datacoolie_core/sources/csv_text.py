@@ -26,6 +26,7 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -42,39 +43,60 @@ _TOKENS = "__tokens"
 
 def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFrame | None:
     """The rows of one CSV file, every column a String; ``None`` for a file without a line."""
-    lines = _lines(path, options, label)
+    lines, quoted, options = _lines(path, options, label)
     first = _collect(lines.head(1), label)
     if first.height == 0:
         return None
-    header = _split(first.lazy(), _LINE, options).select(pl.col(_TOKENS).list.eval(_value(pl.element(), options)))
-    fields = _collect(header, label)[_TOKENS][0].to_list()
-    names = _names(fields) if options.header else [f"_c{i}" for i in range(len(fields))]
-    body = lines.slice(1) if options.header else lines
-    tokens = _split(body, _LINE, options)
-    tokens = _apply_mode(tokens, len(names), options, path, label)
-    return tokens.select(_value(pl.col(_TOKENS).list.get(i, null_on_oob=True), options).alias(name) for i, name in enumerate(names))
+    width = _collect(_tokens(first.lazy(), options, quoted), label)[_TOKENS][0].len()
+    placeholders = [f"_c{i}" for i in range(width)]
+    if options.header:
+        names = _names(list(_collect(_fields(first.lazy(), placeholders, options, quoted), label).row(0)))
+        lines = lines.slice(1)
+    else:
+        names = placeholders
+    lines = _apply_mode(lines, width, options, quoted, path, label)
+    return _fields(lines, names, options, quoted)
 
 
-def _lines(path: str, options: CsvOptions, label: str) -> pl.LazyFrame:
-    utf8 = codecs.lookup(options.encoding).name == "utf-8"
+def _fields(lines: pl.LazyFrame, names: list[str], o: CsvOptions, quoted: bool) -> pl.LazyFrame:
+    """The first ``len(names)`` fields of each line as columns ``names`` (null past a line's end)."""
+    decode = _value if quoted else _plain
+    tokens = pl.col(_TOKENS)
+    fields = [decode(tokens.list.get(i, null_on_oob=True), o).alias(name) for i, name in enumerate(names)]
+    return _tokens(lines, o, quoted).select(fields)
+
+
+def _tokens(lines: pl.LazyFrame, o: CsvOptions, quoted: bool) -> pl.LazyFrame:
+    """Each line as a list of raw fields: split on ``sep`` when no field can be quoted, else cut by
+    the field expression (each field then still ends in the separator, appended to the line)."""
+    if not quoted:
+        return lines.select(pl.col(_LINE).str.split(o.sep).alias(_TOKENS))
+    return lines.select((pl.col(_LINE) + o.sep).str.extract_all(_field_pattern(o)).alias(_TOKENS))
+
+
+def _lines(path: str, options: CsvOptions, label: str) -> tuple[pl.LazyFrame, bool, CsvOptions]:
+    """The file's non-blank, non-comment lines; whether a field can be quoted (the quote occurs); the
+    options for this file (``escape`` off when it never occurs: the same result, a cheaper read)."""
     if options.multi_line:
-        lines = pl.LazyFrame({_LINE: _records(_text(path, options.encoding, label), options)}, schema={_LINE: pl.String})
-    elif utf8 and _is_valid_utf8(path):
-        lines = pl.scan_lines(path, name=_LINE)
-    else:  # Spark decodes with the charset and replaces undecodable bytes (U+FFFD)
-        lines = pl.scan_lines(_text(path, options.encoding, label).encode(), name=_LINE)
-    if _starts_with_bom(path):
-        lines = lines.with_columns(pl.col(_LINE).str.strip_prefix(_BOM))
-    blank = pl.col(_LINE).str.strip_chars(_WS) == ""
-    keep = ~blank
+        text = _text(path, options.encoding, label)
+        records = _records(text, options)
+        lines = pl.LazyFrame({_LINE: records}, schema={_LINE: pl.String})
+        quoted = bool(options.quote) and options.quote in text
+        escaped = bool(options.escape) and options.escape in text
+    else:
+        look = _inspect(path, options, label)
+        if look.text is None:
+            lines = pl.scan_lines(path, name=_LINE)
+        else:  # Spark decodes with the charset and replaces undecodable bytes (U+FFFD)
+            lines = pl.scan_lines(look.text.encode(), name=_LINE)
+        quoted, escaped = look.has_quote, look.has_escape
+    lines = lines.with_columns(pl.col(_LINE).str.strip_prefix(_BOM)) if _starts_with_bom(path) else lines
+    keep = pl.col(_LINE).str.strip_chars(_WS) != ""
     if options.comment:
         keep &= ~pl.col(_LINE).str.starts_with(options.comment)
-    return lines.filter(keep)
-
-
-def _split(lines: pl.LazyFrame, column: str, options: CsvOptions) -> pl.LazyFrame:
-    """Each line as a list of raw fields, each still ending in the separator (appended to the line)."""
-    return lines.select((pl.col(column) + options.sep).str.extract_all(_field_pattern(options)).alias(_TOKENS))
+    if not escaped and options.escape != options.quote:
+        options = replace(options, escape="")
+    return lines.filter(keep), quoted, options
 
 
 def _field_pattern(o: CsvOptions) -> str:
@@ -105,25 +127,33 @@ def _quoted(o: CsvOptions, esc: Callable[[str], str], *, capture: bool = False) 
     return f"{q}{body}{q}"
 
 
+def _plain(token: pl.Expr, o: CsvOptions) -> pl.Expr:
+    """An unquoted field as Spark reads it: trimmed if asked, empty -> null, ``nullValue`` -> null."""
+    if o.ignore_leading_white_space:
+        token = token.str.strip_chars_start(_WS)
+    if o.ignore_trailing_white_space:
+        token = token.str.strip_chars_end(_WS)
+    return _null_value(pl.when(token == "").then(None).otherwise(token), o)
+
+
 def _value(token: pl.Expr, o: CsvOptions) -> pl.Expr:
     """A raw field (ending in the separator) as the string Spark reads, or null."""
-    raw = token.str.strip_suffix(o.sep)
-    if o.ignore_leading_white_space:
-        raw = raw.str.strip_chars_start(_WS)
-    if o.ignore_trailing_white_space:
-        raw = raw.str.strip_chars_end(_WS)
-    unquoted = pl.when(raw == "").then(None).otherwise(raw)
-    if not o.quote:
-        return _null_value(unquoted, o)
+    body = token.str.strip_suffix(o.sep)
     lead = _RUST_WS if o.ignore_leading_white_space else ""
-    sep, q = _rx(o.sep), _rx(o.quote)
-    clean = token.str.extract(f"(?s)^{lead}{_quoted(o, _rx, capture=True)}[ \\t]*{sep}$", 1)
+    start = body.str.strip_chars_start(_WS) if o.ignore_leading_white_space else body
+    opens = start.str.starts_with(o.quote)
+    # regular expressions without capture groups: Polars runs them as fast automata
+    clean = token.str.contains(f"(?s)^{lead}{_quoted(o, _rx)}[ \\t]*{_rx(o.sep)}$")
     junk = token.str.contains(f"(?s)^{lead}{_quoted(o, _rx)}")
-    unclosed = token.str.extract(f"(?s)^{lead}{q}(.*){sep}$", 1)
-    quoted = pl.when(clean.is_not_null()).then(clean).when(junk).then(None).otherwise(unclosed)
-    quoted = _unescape(quoted, o)
+    inside = (
+        pl.when(clean)
+        .then(start.str.strip_chars_end(" \t").str.strip_suffix(o.quote).str.slice(1))
+        .otherwise(start.str.slice(1))  # an unclosed quote runs to the end of the line
+    )
+    quoted = _unescape(inside, o)
     quoted = pl.when(quoted == "").then(pl.lit(o.empty_value)).otherwise(quoted)
-    return _null_value(pl.when(quoted.is_not_null()).then(quoted).otherwise(unquoted), o)
+    is_quoted = clean | (opens & ~junk)
+    return pl.when(is_quoted).then(_null_value(quoted, o)).otherwise(_plain(body, o))
 
 
 def _unescape(text: pl.Expr, o: CsvOptions) -> pl.Expr:
@@ -131,7 +161,11 @@ def _unescape(text: pl.Expr, o: CsvOptions) -> pl.Expr:
         return text
     if o.escape == o.quote:
         return text.str.replace_all(o.quote * 2, o.quote, literal=True)
-    return text.str.replace_all(f"{_rx(o.escape)}([{_rx(o.quote)}{_rx(o.escape)}])", "$1")
+    # left to right, escape + escape pairs first: the same pairing as the field expression's
+    placeholder = "\x00"
+    text = text.str.replace_all(o.escape * 2, placeholder, literal=True)
+    text = text.str.replace_all(o.escape + o.quote, o.quote, literal=True)
+    return text.str.replace_all(placeholder, o.escape, literal=True)
 
 
 def _null_value(value: pl.Expr, o: CsvOptions) -> pl.Expr:
@@ -145,18 +179,24 @@ def _names(fields: list[str | None]) -> list[str]:
     return [f"{name}{i}" if lowered.count(name.lower()) > 1 else name for i, name in enumerate(names)]
 
 
-def _apply_mode(tokens: pl.LazyFrame, width: int, o: CsvOptions, path: str, label: str) -> pl.LazyFrame:
+def _apply_mode(lines: pl.LazyFrame, width: int, o: CsvOptions, quoted: bool, path: str, label: str) -> pl.LazyFrame:
     if o.mode == "PERMISSIVE":
-        return tokens
-    wrong = pl.col(_TOKENS).list.len() != width
+        return lines
+    wrong = _token_count(o, quoted) != width
     if o.mode == "DROPMALFORMED":
-        return tokens.filter(~wrong)
-    if _collect(tokens.select(wrong.any()), label).item():
+        return lines.filter(~wrong)
+    if _collect(lines.select(wrong.any()), label).item():
         raise SourceError(
             f"{label}: file '{path}' has a row whose number of fields is not {width} (read option mode FAILFAST); "
             "fix the file, or use mode PERMISSIVE (pad/cut) or DROPMALFORMED (drop such rows)"
         )
-    return tokens
+    return lines
+
+
+def _token_count(o: CsvOptions, quoted: bool) -> pl.Expr:
+    if not quoted:
+        return pl.col(_LINE).str.count_matches(o.sep, literal=True) + 1
+    return (pl.col(_LINE) + o.sep).str.count_matches(_field_pattern(o))
 
 
 def _records(text: str, o: CsvOptions) -> list[str]:
@@ -195,13 +235,39 @@ def _text(path: str, encoding: str, label: str) -> str:
         raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
 
 
-def _is_valid_utf8(path: str) -> bool:
+@dataclass(frozen=True)
+class _Look:
+    text: str | None
+    """The decoded text when Polars cannot read the file's bytes itself (another charset, bad UTF-8)."""
+    has_quote: bool
+    has_escape: bool
+
+
+def _inspect(path: str, o: CsvOptions, label: str) -> _Look:
+    """One streaming pass over the bytes: valid UTF-8? does the quote character occur?"""
+    if codecs.lookup(o.encoding).name != "utf-8":
+        return _decoded(path, o, label)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    quote, escape = o.quote.encode(), o.escape.encode()
+    found, escaped, tail = False, False, b""
     try:
         with open(path, "rb") as handle:
-            codecs.decode(handle.read(), "utf-8")
+            while chunk := handle.read(1 << 24):
+                decoder.decode(chunk)
+                found = found or (bool(quote) and quote in tail + chunk)
+                escaped = escaped or (bool(escape) and escape in tail + chunk)
+                tail = chunk[-4:]
+            decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        return False
-    return True
+        return _decoded(path, o, label)
+    except OSError as e:
+        raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
+    return _Look(None, found, escaped)
+
+
+def _decoded(path: str, o: CsvOptions, label: str) -> _Look:
+    text = _text(path, o.encoding, label)
+    return _Look(text, bool(o.quote) and o.quote in text, bool(o.escape) and o.escape in text)
 
 
 def _starts_with_bom(path: str) -> bool:

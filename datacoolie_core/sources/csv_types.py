@@ -34,7 +34,8 @@ _JAVA_BLANK = r"[\x{0}-\x{20}]*"
 _WHITESPACE = "".join(chr(i) for i in range(33))
 """Java's ``trim``: every character up to the space."""
 _DOUBLE_RE = rf"^{_JAVA_BLANK}[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?){_JAVA_BLANK}$"
-_DECIMAL_RE = r"^[+-]?\d+\.?$"
+_DECIMAL_RE = r"^[+-]?[\d,]*\d[\d,]*\.?$"
+"""A whole number as Java ``BigDecimal`` reads it after Spark drops grouping commas."""
 _SPARK_TS = (
     r"^\s*(\d{4})-(\d{1,2})(?:-(\d{1,2}))?"
     r"(?:[T ](\d{1,2})(?::(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?)?"
@@ -42,45 +43,74 @@ _SPARK_TS = (
 )
 
 
+_SPARK_TS_SHAPE = (
+    r"^\s*\d{4}-(?:0?[1-9]|1[0-2])(?:-(?:0?[1-9]|[12]\d|3[01]))?"
+    r"(?:[T ](?:[01]?\d|2[0-3])(?::[0-5]?\d(?::[0-5]?\d(?:\.\d{1,9})?)?)?)?"
+    r"\s*(?:Z|UTC|GMT|[+-]\d{2}:?\d{2}|[+-]\d{1,2})?\s*$"
+)
+"""The shapes Spark's string -> timestamp cast takes, with each field in its range."""
+
+
 def infer_and_cast(lf: pl.LazyFrame, columns: list[str], options: CsvOptions) -> pl.LazyFrame:
     """``lf`` with each of ``columns`` (strings) cast to the type Spark infers for it."""
     if not columns:
         return lf
-    kinds = lf.select(_kind(pl.col(c), options).unique().implode().alias(c) for c in columns)
-    digits = lf.select(_digits(pl.col(c)).max().alias(c) for c in columns)
-    found, widest = pl.collect_all([kinds, digits])
+    found = lf.select(_kind(pl.col(c), options).unique().implode().alias(c) for c in columns).collect()
+    kinds = {c: {k for k in found[c][0].to_list() if k is not None} for c in columns}
+    types = {c: _join(kinds[c], options) for c in columns}
+    decimals = [c for c in columns if types[c] == _DECIMAL]
+    widest = lf.select(_digits(pl.col(c)).max().alias(c) for c in decimals).collect() if decimals else None
     casts = []
-    for column in columns:
-        kinds = {k for k in found[column][0].to_list() if k is not None}
-        kind = _join(kinds, options)
-        if kind != _STRING:
+    for column, kind in types.items():
+        precision = 0
+        if widest is not None and kind == _DECIMAL:
             # an int widens to decimal(10, 0), a bigint to decimal(20, 0)
-            precision = max(widest[column][0] or 1, 10 if _INT in kinds else 1, 20 if _LONG in kinds else 1)
+            found_kinds = kinds[column]
+            precision = max(widest[column][0] or 1, 10 if _INT in found_kinds else 1, 20 if _LONG in found_kinds else 1)
+        if kind != _STRING:
             casts.append(_cast(pl.col(column), kind, precision, options).alias(column))
     return lf.with_columns(casts) if casts else lf
 
 
 def _kind(value: pl.Expr, o: CsvOptions) -> pl.Expr:
-    """The first type a value parses as (null for a null value)."""
+    """The first type a value parses as (null for a null value).
+
+    Only automata (regular expressions without captures) and casts on the candidates: the chain is
+    evaluated for every value, so a costly parse here would be paid once per cell.
+    """
     integer = value.str.contains(r"^[+-]?\d+$")
-    number = value.str.replace_all(",", "", literal=True)
+    whole = value.str.contains(_DECIMAL_RE)
+    long_whole = pl.when(whole & (value.str.len_bytes() > 38)).then(value)  # rare: count digits only there
+    whole &= long_whole.str.count_matches(r"\d").fill_null(0) <= 38
     return (
         pl.when(value.is_null()).then(None)
-        .when(integer & value.cast(pl.Int32, strict=False).is_not_null()).then(_INT)
-        .when(integer & value.cast(pl.Int64, strict=False).is_not_null()).then(_LONG)
-        .when(number.str.contains(_DECIMAL_RE) & (_digit_count(number) <= 38)).then(_DECIMAL)
+        .when(integer & pl.when(integer).then(value).cast(pl.Int32, strict=False).is_not_null()).then(_INT)
+        .when(integer & pl.when(integer).then(value).cast(pl.Int64, strict=False).is_not_null()).then(_LONG)
+        .when(whole).then(_DECIMAL)
         .when(value.str.contains(_DOUBLE_RE) | value.is_in(["Inf", "-Inf"])).then(_DOUBLE)
-        .when(_parse_date(value, o).is_not_null()).then(_DATE)
-        .when(_parse_timestamp(value, o).is_not_null()).then(_TIMESTAMP)
-        .when(value.str.to_lowercase().is_in(["true", "false"])).then(_BOOLEAN)
+        .when(_is_date(value, o)).then(_DATE)
+        .when(_is_timestamp(value, o)).then(_TIMESTAMP)
+        .when(value.str.contains("(?i)^(true|false)$")).then(_BOOLEAN)
         .otherwise(_STRING)
     )  # fmt: skip
 
 
+def _is_date(value: pl.Expr, o: CsvOptions) -> pl.Expr:
+    if o.date_format == "yyyy-MM-dd":  # Spark's default pattern is strict: two-digit month and day
+        candidate = value.str.contains(r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$")
+        return candidate & _parse_date(pl.when(candidate).then(value), o).is_not_null()
+    return _parse_date(value, o).is_not_null()
+
+
+def _is_timestamp(value: pl.Expr, o: CsvOptions) -> pl.Expr:
+    if o.timestamp_format is not None:
+        return _parse_timestamp(value, o).is_not_null()
+    return value.str.contains(_SPARK_TS_SHAPE)
+
+
 def _digits(value: pl.Expr) -> pl.Expr:
     """The precision of a whole-number value (a decimal column's width)."""
-    number = value.str.replace_all(",", "", literal=True)
-    return pl.when(number.str.contains(_DECIMAL_RE)).then(_digit_count(number))
+    return pl.when(value.str.contains(_DECIMAL_RE)).then(_digit_count(value))
 
 
 def _digit_count(number: pl.Expr) -> pl.Expr:
@@ -144,7 +174,18 @@ def _parse_timestamp(value: pl.Expr, o: CsvOptions) -> pl.Expr:
 
 
 def _iso_cast(value: pl.Expr) -> pl.Expr:
-    """Spark's string -> timestamp cast for the ISO shapes, in UTC (session time zone)."""
+    """Spark's string -> timestamp cast for the ISO shapes, in UTC (session time zone).
+
+    The common shapes parse directly; only the values they miss go through the slower rewriting
+    into one canonical shape (single-digit fields, a missing part, a zone).
+    """
+    fast = pl.coalesce(
+        value.str.to_datetime(fmt, time_unit="us", strict=False) for fmt in ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f")
+    ).dt.replace_time_zone("UTC")
+    return pl.coalesce(fast, _canonical_cast(pl.when(fast.is_null()).then(value)))
+
+
+def _canonical_cast(value: pl.Expr) -> pl.Expr:
 
     def part(group: int, default: str, width: int = 2) -> pl.Expr:
         return value.str.extract(_SPARK_TS, group).fill_null(default).str.pad_start(width, "0")
