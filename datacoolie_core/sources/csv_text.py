@@ -61,9 +61,12 @@ def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFr
 def _fields(lines: pl.LazyFrame, names: list[str], o: CsvOptions, quoted: bool) -> pl.LazyFrame:
     """The first ``len(names)`` fields of each line as columns ``names`` (null past a line's end)."""
     decode = _value if quoted else _plain
-    tokens = pl.col(_TOKENS)
-    fields = [decode(tokens.list.get(i, null_on_oob=True), o).alias(name) for i, name in enumerate(names)]
-    return _tokens(lines, o, quoted).select(fields)
+    raw = [f"_c{i}" for i in range(len(names))]
+    # the raw fields become columns first, so the decoding below does not re-extract them per use
+    tokens = _tokens(lines, o, quoted).select(
+        pl.col(_TOKENS).list.get(i, null_on_oob=True).alias(c) for i, c in enumerate(raw)
+    )
+    return tokens.select(decode(pl.col(c), o).alias(name) for c, name in zip(raw, names, strict=True))
 
 
 def _tokens(lines: pl.LazyFrame, o: CsvOptions, quoted: bool) -> pl.LazyFrame:
@@ -85,10 +88,8 @@ def _lines(path: str, options: CsvOptions, label: str) -> tuple[pl.LazyFrame, bo
         escaped = bool(options.escape) and options.escape in text
     else:
         look = _inspect(path, options, label)
-        if look.text is None:
-            lines = pl.scan_lines(path, name=_LINE)
-        else:  # Spark decodes with the charset and replaces undecodable bytes (U+FFFD)
-            lines = pl.scan_lines(look.text.encode(), name=_LINE)
+        # another charset or bad UTF-8: Spark decodes with the charset, undecodable bytes become U+FFFD
+        lines = pl.scan_lines(path if look.text is None else look.text.encode(), name=_LINE)
         quoted, escaped = look.has_quote, look.has_escape
     lines = lines.with_columns(pl.col(_LINE).str.strip_prefix(_BOM)) if _starts_with_bom(path) else lines
     keep = pl.col(_LINE).str.strip_chars(_WS) != ""
@@ -139,21 +140,20 @@ def _plain(token: pl.Expr, o: CsvOptions) -> pl.Expr:
 def _value(token: pl.Expr, o: CsvOptions) -> pl.Expr:
     """A raw field (ending in the separator) as the string Spark reads, or null."""
     body = token.str.strip_suffix(o.sep)
-    lead = _RUST_WS if o.ignore_leading_white_space else ""
     start = body.str.strip_chars_start(_WS) if o.ignore_leading_white_space else body
     opens = start.str.starts_with(o.quote)
-    # regular expressions without capture groups: Polars runs them as fast automata
-    clean = token.str.contains(f"(?s)^{lead}{_quoted(o, _rx)}[ \\t]*{_rx(o.sep)}$")
-    junk = token.str.contains(f"(?s)^{lead}{_quoted(o, _rx)}")
-    inside = (
-        pl.when(clean)
-        .then(start.str.strip_chars_end(" \t").str.strip_suffix(o.quote).str.slice(1))
-        .otherwise(start.str.slice(1))  # an unclosed quote runs to the end of the line
-    )
+    # the quote handling runs on the fields that open with a quote only (null elsewhere: cheap), and
+    # with regular expressions without capture groups, which Polars runs as fast automata
+    lead = _RUST_WS if o.ignore_leading_white_space else ""
+    candidate = pl.when(opens).then(token)
+    clean = candidate.str.contains(f"(?s)^{lead}{_quoted(o, _rx)}[ \\t]*{_rx(o.sep)}$")
+    junk = candidate.str.contains(f"(?s)^{lead}{_quoted(o, _rx)}")
+    opened = pl.when(opens).then(start)
+    closed = pl.when(clean).then(opened).str.strip_chars_end(" \t").str.strip_suffix(o.quote)
+    inside = pl.coalesce(closed, pl.when(~junk).then(opened)).str.strip_prefix(o.quote)  # unclosed: to the end
     quoted = _unescape(inside, o)
     quoted = pl.when(quoted == "").then(pl.lit(o.empty_value)).otherwise(quoted)
-    is_quoted = clean | (opens & ~junk)
-    return pl.when(is_quoted).then(_null_value(quoted, o)).otherwise(_plain(body, o))
+    return pl.when(inside.is_not_null()).then(_null_value(quoted, o)).otherwise(_plain(body, o))
 
 
 def _unescape(text: pl.Expr, o: CsvOptions) -> pl.Expr:

@@ -180,7 +180,8 @@ def _iso_cast(value: pl.Expr) -> pl.Expr:
     into one canonical shape (single-digit fields, a missing part, a zone).
     """
     fast = pl.coalesce(
-        value.str.to_datetime(fmt, time_unit="us", strict=False) for fmt in ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f")
+        value.str.to_datetime(fmt, time_unit="us", strict=False)
+        for fmt in ("%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f")
     ).dt.replace_time_zone("UTC")
     return pl.coalesce(fast, _canonical_cast(pl.when(fast.is_null()).then(value)))
 

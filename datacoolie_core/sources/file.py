@@ -23,9 +23,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 from datacoolie_core.columns import (
     DATE_FOLDER_PARTITION,
@@ -37,9 +40,9 @@ from datacoolie_core.columns import (
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
 from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
+from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.window import coerce_bound, lookup
 
@@ -151,10 +154,7 @@ def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFram
     reads numbers and booleans as their text. ``multiLine`` reads the file as one JSON document.
     """
     spark = json_options(options, label=label)
-    if spark.multi_line:
-        lf = pl.read_json(path).lazy()
-    else:
-        lf = pl.scan_ndjson(path, infer_schema_length=None)
+    lf = pl.read_json(path).lazy() if spark.multi_line else pl.scan_ndjson(path, infer_schema_length=None)
     inferred = lf.collect_schema()
     target = {name: _spark_json_dtype(inferred[name], spark.primitives_as_string) for name in sorted(inferred)}
     if spark.multi_line:
@@ -162,7 +162,8 @@ def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFram
     return pl.scan_ndjson(path, schema=target)
 
 
-def _spark_json_dtype(dtype: pl.DataType, as_string: bool) -> pl.DataType:
+def _spark_json_dtype(declared: PolarsDataType, as_string: bool) -> pl.DataType:
+    dtype: pl.DataType = declared() if isinstance(declared, type) else declared
     if isinstance(dtype, pl.Struct):
         fields = sorted(dtype.fields, key=lambda f: f.name)
         return pl.Struct({f.name: _spark_json_dtype(f.dtype, as_string) for f in fields})

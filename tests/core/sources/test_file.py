@@ -327,9 +327,7 @@ def test_csv_datacoolie_option_aliases(tmp_path: Path) -> None:
     (folder / "a.csv").write_text("1;'a;b';2024-01-01\n2;'c';2024-01-02\n")
     options = {"sep": ";", "header": "false", "quote": "'", "inferSchema": "false"}
     result = read_ok(file_source(tmp_path, "csv", configure={"read_options": options}))
-    expected = pl.DataFrame(
-        {"_c0": ["1", "2"], "_c1": ["a;b", "c"], "_c2": ["2024-01-01", "2024-01-02"]}
-    )
+    expected = pl.DataFrame({"_c0": ["1", "2"], "_c1": ["a;b", "c"], "_c2": ["2024-01-01", "2024-01-02"]})
     assert_frame_equal(business(result.data), expected)
 
 

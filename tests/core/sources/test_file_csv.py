@@ -102,9 +102,12 @@ def hinted(tmp_path: Path, hints: list[dict[str, Any]]) -> pl.LazyFrame:
     """Read the landed CSV and apply ``hints`` as the transform's slot 10 does."""
     connections = {
         "src": Connection.model_validate(
-            {"name": "src", "format": "csv", "configure": {"base_path": str(tmp_path / "landing"),
-                                                         "read_options": {"header": "true"}}}
-        ),  # fmt: skip
+            {
+                "name": "src",
+                "format": "csv",
+                "configure": {"base_path": str(tmp_path / "landing"), "read_options": {"header": "true"}},
+            }
+        ),
         "lake": Connection.model_validate({"name": "lake", "format": "delta", "configure": {"base_path": "/tmp/x"}}),
     }
     flow = DataFlow.model_validate(
@@ -192,5 +195,7 @@ def test_bad_json_line_names_the_file(tmp_path: Path) -> None:
 def test_unknown_json_option_is_named(tmp_path: Path) -> None:
     land(tmp_path, "a.jsonl", '{"a": 1}\n')
     source = file_source(tmp_path, "jsonl", configure={"read_options": {"primitiveAsString": "true"}})
-    with pytest.raises(SourceError, match=r"'primitiveAsString' is not a JSON read option.*did you mean 'primitivesAsString'"):
+    with pytest.raises(
+        SourceError, match=r"'primitiveAsString' is not a JSON read option.*did you mean 'primitivesAsString'"
+    ):
         read(source)

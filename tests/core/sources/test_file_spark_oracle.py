@@ -14,8 +14,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from datacoolie_core.sources import ReadRange
-from tests.core.sources.test_file import business, file_source, folder_of
 from tests.core.sources.helpers import read
+from tests.core.sources.test_file import business, file_source, folder_of
 
 H = {"header": "true"}
 HI = {"header": "true", "inferSchema": "true"}
@@ -150,7 +150,9 @@ def spark_frame(frame: Any) -> pl.DataFrame:
     rows = [r.asDict(recursive=True) for r in frame.collect()]
     naive = {n: pl.Datetime("us") if isinstance(d, pl.Datetime) else d for n, d in schema.items()}
     data = pl.DataFrame(rows, schema=naive, orient="row") if rows else pl.DataFrame(schema=naive)
-    return data.with_columns(pl.col(n).dt.replace_time_zone("UTC") for n, d in schema.items() if isinstance(d, pl.Datetime))
+    return data.with_columns(
+        pl.col(n).dt.replace_time_zone("UTC") for n, d in schema.items() if isinstance(d, pl.Datetime)
+    )
 
 
 def ours(tmp_path: Path, fmt: str, content: str | bytes, options: dict[str, str]) -> tuple[Path, pl.DataFrame | None]:
