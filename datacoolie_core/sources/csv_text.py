@@ -244,29 +244,31 @@ class _Look:
 
 
 def _inspect(path: str, o: CsvOptions, label: str) -> _Look:
-    """One streaming pass over the bytes: valid UTF-8? does the quote character occur?"""
+    """One streaming pass over the bytes: valid UTF-8? lone ``\\r`` line ends? do quote and escape occur?"""
     if codecs.lookup(o.encoding).name != "utf-8":
         return _decoded(path, o, label)
     decoder = codecs.getincrementaldecoder("utf-8")()
     quote, escape = o.quote.encode(), o.escape.encode()
-    found, escaped, tail = False, False, b""
+    found, escaped, lone_cr, tail = False, False, False, b""
     try:
         with open(path, "rb") as handle:
             while chunk := handle.read(1 << 24):
                 decoder.decode(chunk)
                 found = found or (bool(quote) and quote in tail + chunk)
                 escaped = escaped or (bool(escape) and escape in tail + chunk)
+                lone_cr = lone_cr or chunk.count(b"\r") != chunk.count(b"\r\n")
                 tail = chunk[-4:]
             decoder.decode(b"", final=True)
     except UnicodeDecodeError:
         return _decoded(path, o, label)
     except OSError as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
-    return _Look(None, found, escaped)
+    return _decoded(path, o, label) if lone_cr else _Look(None, found, escaped)
 
 
 def _decoded(path: str, o: CsvOptions, label: str) -> _Look:
-    text = _text(path, o.encoding, label)
+    # Spark (Hadoop's line reader) also ends a line at a lone \r; Polars splits at \n only
+    text = re.sub("\r(?!\n)", "\n", _text(path, o.encoding, label))
     return _Look(text, bool(o.quote) and o.quote in text, bool(o.escape) and o.escape in text)
 
 

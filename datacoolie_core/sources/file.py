@@ -80,12 +80,22 @@ class FileReader:
         if not frames:
             return None
         lf = pl.concat(frames, how="diagonal_relaxed")
-        if fmt == "csv" and csv_options(source.read_options, label=label).infer_schema:
-            # Spark infers over every row of every file, so the types are decided on the union
-            business = [c for c in lf.collect_schema() if c not in FILE_COLUMNS]
-            lf = infer_and_cast(lf, business, csv_options(source.read_options, label=label))
+        if fmt == "csv":
+            lf = _inferred(lf, source, label)
         pseudo = {key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)}
         return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
+
+
+def _inferred(lf: pl.LazyFrame, source: Source, label: str) -> pl.LazyFrame:
+    """CSV with ``inferSchema``: Spark infers over every row of every file, so types come from the union."""
+    options = csv_options(source.read_options, label=label)
+    if not options.infer_schema:
+        return lf
+    business = [c for c in lf.collect_schema() if c not in FILE_COLUMNS]
+    try:
+        return infer_and_cast(lf, business, options)
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise SourceError(f"{label}: cannot infer the CSV schema (inferSchema): {e}; check the files") from e
 
 
 def list_files(folder: str, extension: str, *, recursive: bool, label: str) -> list[FileInfo]:

@@ -81,6 +81,8 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "blank-lines": ("a,b\n1,x\n\n\n2,y\n", H),
     "blank-and-space-lines": ("\n\na,b\n1,x\n  \n2,y\n", H),
     "crlf": ("a,b\r\n1,x\r\n2,y\r\n", H),
+    "cr-only": ("a,b\r1,x\r2,y\r", H),
+    "lone-cr-in-a-value": ('a,b\n1,"x\ry"\n2,z\n', H),
     "no-final-newline": ("a,b\n1,x", H),
     "comment-off": ("a,b\n#x,1\n2,3\n", H),
     "comment": ("#c\na,b\n#x,1\n2,3\n", {**H, "comment": "#"}),
