@@ -15,6 +15,10 @@ column missing from some files is null there and differing dtypes widen to a com
 mtime ``> stored`` (replay: ``start <=`` mtime ``< end``); its new watermark is the newest mtime
 read. Like DataCoolie, this pruning applies in addition to (not OR-ed with) the data columns' window.
 Date-folder partitions (``date_folder_partitions``, S-12) are not supported yet.
+
+CSV and JSON lines are read as Spark 3.5 reads them, with Spark's option names and defaults: CSV
+columns are text unless ``inferSchema`` (decided over every row of every file) or a schema hint types
+them (:mod:`csv_text`, :mod:`csv_types`; ``docs/files.md``).
 """
 
 from __future__ import annotations
