@@ -5,8 +5,8 @@ nulls do not vote and an all-null column stays a string:
 
 ====================  ==============================================================================
 int, bigint           ``[+-]digits`` in the int / long range (``"0179"`` is the int 179)
-decimal(p, 0)         a whole number beyond long, or one written ``"5."`` / with grouping commas
-                      (``"1,000"``) — Java ``BigDecimal`` with scale 0, at most 38 digits
+decimal(p, 0)         a whole number beyond long, or one written ``"5."`` — Java ``BigDecimal``
+                      with scale 0, at most 38 digits (``"1,000"`` is a string)
 double                anything Java ``Double.parseDouble`` takes (blanks around it, ``1e3``, ``.5``,
                       ``1d``, ``NaN``, ``Infinity``) and ``Inf`` / ``-Inf``
 date                  ``dateFormat`` (default ``yyyy-MM-dd``)
@@ -34,8 +34,8 @@ _JAVA_BLANK = r"[\x{0}-\x{20}]*"
 _WHITESPACE = "".join(chr(i) for i in range(33))
 """Java's ``trim``: every character up to the space."""
 _DOUBLE_RE = rf"^{_JAVA_BLANK}[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?){_JAVA_BLANK}$"
-_DECIMAL_RE = r"^[+-]?[\d,]*\d[\d,]*\.?$"
-"""A whole number as Java ``BigDecimal`` reads it after Spark drops grouping commas."""
+_DECIMAL_RE = r"^[+-]?\d+\.?$"
+"""A whole number as Java ``BigDecimal`` reads it with scale 0."""
 _SPARK_TS = (
     r"^\s*(\d{4})-(\d{1,2})(?:-(\d{1,2}))?"
     r"(?:[T ](\d{1,2})(?::(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?)?"
@@ -141,7 +141,7 @@ def _cast(value: pl.Expr, kind: int, precision: int, o: CsvOptions) -> pl.Expr:
     if kind == _LONG:
         return value.cast(pl.Int64)
     if kind == _DECIMAL:
-        number = value.str.replace_all(",", "", literal=True).str.strip_suffix(".")
+        number = value.str.strip_suffix(".")
         return number.cast(pl.Decimal(min(precision, 38), 0))
     if kind == _DOUBLE:
         return _double(value)

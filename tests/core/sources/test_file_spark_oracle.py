@@ -71,8 +71,16 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "escape-before-end": ('a,b\n"abc\\",x\n', H),
     "single-quote": ("a,b\n'x,y',z\n", {**H, "quote": "'"}),
     "quoting-off": ('a,b\n"x,y",z\n', {**H, "quote": ""}),
+    "quotes-with-two-character-separator": ('a||b||c\n"x||y"||"p"q||\n', {**H, "sep": "||"}),
+    "custom-escape": ("a,b\n'x^'y',z\n'p^^',q\n", {**H, "quote": "'", "escape": "^"}),
+    "quoted-values-with-null-value-infer": ('a,b\n"1",NA\n"2","NA"\n', {**HI, "nullValue": "NA"}),
+    "quoted-numbers-infer": ('a,b,c\n"1","1,000","true"\n"2","2,500","false"\n', HI),
+    "empty-value-infer": ('a,b\n"",1\n"",2\n', {**HI, "emptyValue": "0"}),
+    "quoted-field-across-lines-infer": ('a,b\n1,"2\n3"\n4,5\n', HI),
     # whitespace
     "blanks-kept": ("a,b\n 1 , x \n2,y\n", H),
+    "leading-blanks-before-quotes-ignored": ('a,b\n  "x, y"  ,z\n', {**H, "ignoreLeadingWhiteSpace": "true"}),
+    "trailing-blanks-only": ('a,b\n 1 , x \n', {**H, "ignoreTrailingWhiteSpace": "true"}),
     "ignore-white-space": (
         'a,b\n 1 , x \n "x" ,y\n" x ",y\n',
         {**H, "ignoreLeadingWhiteSpace": "true", "ignoreTrailingWhiteSpace": "true"},
