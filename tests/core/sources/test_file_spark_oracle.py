@@ -80,7 +80,7 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     # whitespace
     "blanks-kept": ("a,b\n 1 , x \n2,y\n", H),
     "leading-blanks-before-quotes-ignored": ('a,b\n  "x, y"  ,z\n', {**H, "ignoreLeadingWhiteSpace": "true"}),
-    "trailing-blanks-only": ('a,b\n 1 , x \n', {**H, "ignoreTrailingWhiteSpace": "true"}),
+    "trailing-blanks-only": ("a,b\n 1 , x \n", {**H, "ignoreTrailingWhiteSpace": "true"}),
     "ignore-white-space": (
         'a,b\n 1 , x \n "x" ,y\n" x ",y\n',
         {**H, "ignoreLeadingWhiteSpace": "true", "ignoreTrailingWhiteSpace": "true"},
