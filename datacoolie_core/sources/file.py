@@ -15,6 +15,10 @@ column missing from some files is null there and differing dtypes widen to a com
 mtime ``> stored`` (replay: ``start <=`` mtime ``< end``); its new watermark is the newest mtime
 read. Like DataCoolie, this pruning applies in addition to (not OR-ed with) the data columns' window.
 Date-folder partitions (``date_folder_partitions``, S-12) are not supported yet.
+
+CSV and JSON lines are read as Spark 3.5 reads them, with Spark's option names and defaults: CSV
+columns are text unless ``inferSchema`` (decided over every row of every file) or a schema hint types
+them (:mod:`csv_text`, :mod:`csv_types`; ``docs/files.md``).
 """
 
 from __future__ import annotations
@@ -23,17 +27,28 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME, FILE_NAME, FILE_PATH
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
+
+from datacoolie_core.columns import (
+    DATE_FOLDER_PARTITION,
+    FILE_COLUMNS,
+    FILE_MODIFICATION_TIME,
+    FILE_NAME,
+    FILE_PATH,
+)
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
+from datacoolie_core.sources.csv_text import read_csv_strings
+from datacoolie_core.sources.csv_types import infer_and_cast
 from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
-from datacoolie_core.sources.options import CSV_ALIASES, polars_options
+from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
 
@@ -68,11 +83,29 @@ class FileReader:
                                   "files_read": [f.path for f in files]}  # fmt: skip
         if not files:
             return None
-        frames = [_tag(scan_file(f.path, fmt, source.read_options, hive=hive, label=label), f) for f in files]
-        check_files([(f.path, frame) for f, frame in zip(files, frames, strict=True)], source, request, label=label)
+        scans = [(scan_file(f.path, fmt, source.read_options, hive=hive, label=label), f) for f in files]
+        kept = [(f, _tag(lf, f)) for lf, f in scans if lf is not None]
+        if not kept:
+            return None
+        check_files([(f.path, frame) for f, frame in kept], source, request, label=label)
+        frames = [frame for _, frame in kept]
         lf = pl.concat(frames, how="diagonal_relaxed")
+        if fmt == "csv":
+            lf = _inferred(lf, source, label)
         pseudo = {key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)}
         return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
+
+
+def _inferred(lf: pl.LazyFrame, source: Source, label: str) -> pl.LazyFrame:
+    """CSV with ``inferSchema``: Spark infers over every row of every file, so types come from the union."""
+    options = csv_options(source.read_options, label=label)
+    if not options.infer_schema:
+        return lf
+    business = [c for c in lf.collect_schema() if c not in FILE_COLUMNS]
+    try:
+        return infer_and_cast(lf, business, options)
+    except (pl.exceptions.PolarsError, OSError) as e:
+        raise SourceError(f"{label}: cannot infer the CSV schema (inferSchema): {e}; check the files") from e
 
 
 def list_files(folder: str, extension: str, *, recursive: bool, label: str) -> list[FileInfo]:
@@ -109,18 +142,21 @@ def prune_by_mtime(files: list[FileInfo], source: Source, request: ReadRequest, 
     return [f for f in files if f.modified > bound]
 
 
-def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label: str) -> pl.LazyFrame:
-    """A lazy frame of one file (json, avro and excel are read eagerly, as Polars has no scan for them)."""
+def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label: str) -> pl.LazyFrame | None:
+    """A lazy frame of one file (json, avro and excel are read eagerly, as Polars has no scan for them).
+
+    CSV and JSON lines are read as Spark reads them (:mod:`csv_text`, :func:`scan_jsonl`); a CSV file
+    without a line is ``None``.
+    """
     try:
         if fmt == "parquet":
             return pl.scan_parquet(
                 path, hive_partitioning=hive, **polars_options(pl.scan_parquet, options, label=label)
             )
         if fmt == "csv":
-            csv_options = polars_options(pl.scan_csv, options, aliases=CSV_ALIASES, label=label)
-            return pl.scan_csv(path, **csv_options)
+            return read_csv_strings(path, csv_options(options, label=label), label=label)
         if fmt == "jsonl":
-            return pl.scan_ndjson(path, **polars_options(pl.scan_ndjson, options, label=label))
+            return scan_jsonl(path, options, label=label)
         if fmt == "json":
             return pl.read_json(path).lazy()  # DataCoolie ignores read options for json (S-16)
         if fmt == "avro":
@@ -128,6 +164,34 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
         return _read_excel(path, options, label)
     except (pl.exceptions.PolarsError, OSError, ValueError, TypeError) as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}; check the file and source.read_options") from e
+
+
+def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFrame:
+    """One JSON-lines file as Spark reads it: types inferred over every line, columns sorted by name.
+
+    Spark's JSON inference: integers -> bigint, other numbers -> double, a mix with text -> string,
+    objects -> struct (fields sorted by name), an all-null column -> string; ``primitivesAsString``
+    reads numbers and booleans as their text. ``multiLine`` reads the file as one JSON document.
+    """
+    spark = json_options(options, label=label)
+    lf = pl.read_json(path).lazy() if spark.multi_line else pl.scan_ndjson(path, infer_schema_length=None)
+    inferred = lf.collect_schema()
+    target = {name: _spark_json_dtype(inferred[name], spark.primitives_as_string) for name in sorted(inferred)}
+    if spark.multi_line:
+        return lf.select(pl.col(name).cast(dtype) for name, dtype in target.items())
+    return pl.scan_ndjson(path, schema=target)
+
+
+def _spark_json_dtype(declared: PolarsDataType, as_string: bool) -> pl.DataType:
+    dtype: pl.DataType = declared() if isinstance(declared, type) else declared
+    if isinstance(dtype, pl.Struct):
+        fields = sorted(dtype.fields, key=lambda f: f.name)
+        return pl.Struct({f.name: _spark_json_dtype(f.dtype, as_string) for f in fields})
+    if isinstance(dtype, pl.List):
+        return pl.List(_spark_json_dtype(dtype.inner, as_string))
+    if dtype == pl.Null or (as_string and (dtype.is_numeric() or dtype == pl.Boolean)):
+        return pl.String()
+    return dtype
 
 
 def _read_excel(path: str, options: dict[str, Any], label: str) -> pl.LazyFrame:

@@ -1,32 +1,165 @@
-"""``read_options`` from metadata -> keyword arguments of a Polars reader (DataCoolie S-14).
+"""``read_options`` from metadata -> the settings of a reader (DataCoolie S-14, S-16).
 
-DataCoolie metadata carries Spark-style CSV keys (``sep``, ``header``, ``quote``, ``inferSchema``)
-and string booleans (``"true"``); those are translated. Every other key is passed to Polars as
-written, but checked first: an unknown key is an error naming the closest valid one, where
-DataCoolie would fail deep inside the read (or ignore it).
+CSV and JSON-lines options are Spark's (``header``, ``sep``, ``inferSchema``, ``primitivesAsString``),
+matched case-insensitively as Spark matches them, with Spark's defaults: the files read as DataCoolie's
+Spark engine reads them. The Polars names this engine accepted before (``separator``, ``has_header``,
+``quote_char``, ``infer_schema``) still work as aliases. Other formats pass their options to Polars as
+written, checked first. Everywhere, an unknown key is an error naming the closest valid one, where
+Spark would silently ignore it.
 """
 
 from __future__ import annotations
 
+import codecs
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.coerce import did_you_mean, to_bool
 
-CSV_ALIASES = {"sep": "separator", "delimiter": "separator", "header": "has_header", "quote": "quote_char",
-               "inferschema": "infer_schema"}  # fmt: skip
-"""Spark/DataCoolie CSV option names (matched case-insensitively) -> Polars ``scan_csv`` names."""
+ParseMode = Literal["PERMISSIVE", "DROPMALFORMED", "FAILFAST"]
+
+
+@dataclass(frozen=True)
+class CsvOptions:
+    """Spark's CSV read options (Spark 3.5 names; defaults are Spark's)."""
+
+    header: bool = False
+    sep: str = ","
+    quote: str = '"'
+    """One character; ``""`` turns quoting off."""
+    escape: str = "\\"
+    """Escapes the quote (and itself) inside a quoted value."""
+    null_value: str = ""
+    empty_value: str = ""
+    """What a quoted empty value ``""`` reads as (then compared with ``null_value``)."""
+    comment: str = ""
+    """Lines starting with this character are skipped; ``""`` = none."""
+    infer_schema: bool = False
+    date_format: str = "yyyy-MM-dd"
+    timestamp_format: str | None = None
+    """``None``: Spark's lenient ISO parsing (``yyyy-M-d[ H[:m[:s[.S]]]][zone]``)."""
+    multi_line: bool = False
+    encoding: str = "utf-8"
+    ignore_leading_white_space: bool = False
+    ignore_trailing_white_space: bool = False
+    mode: ParseMode = "PERMISSIVE"
+
+
+@dataclass(frozen=True)
+class JsonOptions:
+    """Spark's JSON-lines read options this engine supports."""
+
+    primitives_as_string: bool = False
+    multi_line: bool = False
+
+
+_CSV_KEYS = {
+    "header": "header", "has_header": "header",
+    "sep": "sep", "delimiter": "sep", "separator": "sep",
+    "quote": "quote", "quote_char": "quote",
+    "escape": "escape", "nullvalue": "null_value", "emptyvalue": "empty_value", "comment": "comment",
+    "inferschema": "infer_schema", "infer_schema": "infer_schema",
+    "dateformat": "date_format", "timestampformat": "timestamp_format",
+    "multiline": "multi_line", "encoding": "encoding", "charset": "encoding",
+    "ignoreleadingwhitespace": "ignore_leading_white_space",
+    "ignoretrailingwhitespace": "ignore_trailing_white_space", "mode": "mode",
+}  # fmt: skip
+"""Spark CSV option names (lower-cased, as Spark matches them) and the older Polars aliases."""
+
+_JSON_KEYS = {"primitivesasstring": "primitives_as_string", "multiline": "multi_line"}
+
+_SPARK_NAMES = {
+    "header": "header", "sep": "sep", "delimiter": "delimiter", "quote": "quote", "escape": "escape",
+    "nullvalue": "nullValue", "emptyvalue": "emptyValue", "comment": "comment", "inferschema": "inferSchema",
+    "dateformat": "dateFormat", "timestampformat": "timestampFormat", "multiline": "multiLine",
+    "encoding": "encoding", "charset": "charset", "ignoreleadingwhitespace": "ignoreLeadingWhiteSpace",
+    "ignoretrailingwhitespace": "ignoreTrailingWhiteSpace", "mode": "mode",
+    "primitivesasstring": "primitivesAsString",
+}  # fmt: skip
+
+_BOOLEANS = frozenset(
+    {"header", "infer_schema", "multi_line", "ignore_leading_white_space", "ignore_trailing_white_space",
+     "primitives_as_string"}
+)  # fmt: skip
+
+_SEP_ESCAPES = {"\\t": "\t", "\\n": "\n", "\\r": "\r", "\\b": "\b", "\\f": "\f", '\\"': '"', "\\'": "'",
+                "\\\\": "\\", "\\u0000": "\x00"}  # fmt: skip
+"""Spark reads ``sep`` "\\t" (backslash, t) as a tab."""
+
+
+def csv_options(options: Mapping[str, Any], *, label: str) -> CsvOptions:
+    """``read_options`` of a CSV source as :class:`CsvOptions`.
+
+    Raises:
+        SourceError: an unknown key, a bad boolean, an empty separator, a quote or escape that is not
+            one character, an unknown mode or encoding.
+    """
+    values = _spark_values(options, _CSV_KEYS, "CSV", label)
+    parsed = CsvOptions(**values)
+    _check_csv(parsed, label)
+    sep = _SEP_ESCAPES.get(parsed.sep, parsed.sep)
+    return CsvOptions(**{**values, "sep": sep, "mode": parsed.mode.upper(), "encoding": parsed.encoding})
+
+
+def json_options(options: Mapping[str, Any], *, label: str) -> JsonOptions:
+    """``read_options`` of a JSON-lines source as :class:`JsonOptions`.
+
+    Raises:
+        SourceError: an unknown key or a bad boolean.
+    """
+    return JsonOptions(**_spark_values(options, _JSON_KEYS, "JSON", label))
+
+
+def _spark_values(options: Mapping[str, Any], keys: Mapping[str, str], fmt: str, label: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in options.items():
+        field = keys.get(key.lower())
+        if field is None:
+            known = sorted({_SPARK_NAMES[k] for k in keys if k in _SPARK_NAMES})
+            raise SourceError(
+                f"{label}: read option '{key}' is not a {fmt} read option this engine supports"
+                f"{did_you_mean(key, [*known, *(k for k in keys if k not in _SPARK_NAMES)])}; "
+                f"supported (Spark names): {', '.join(known)}"
+            )
+        if field in _BOOLEANS and not isinstance(value, bool):
+            try:
+                value = to_bool(value)
+            except ValueError as e:
+                raise SourceError(f"{label}: read option '{key}' must be true or false, got {value!r}") from e
+        elif field not in _BOOLEANS:
+            value = "" if value is None else str(value)
+        values[field] = value
+    return values
+
+
+def _check_csv(options: CsvOptions, label: str) -> None:
+    if not options.sep:
+        raise SourceError(f"{label}: read option 'sep' is empty; give the column separator, e.g. ',' or ';'")
+    for name, value in (("quote", options.quote), ("escape", options.escape), ("comment", options.comment)):
+        if len(value) > 1:
+            raise SourceError(f"{label}: read option '{name}' must be one character, got {value!r}")
+    if options.mode.upper() not in get_args(ParseMode):
+        raise SourceError(
+            f"{label}: read option 'mode' is {options.mode!r}; use one of {', '.join(get_args(ParseMode))}"
+        )
+    try:
+        codecs.lookup(options.encoding)
+    except LookupError as e:
+        raise SourceError(
+            f"{label}: read option 'encoding' {options.encoding!r} is not a known encoding; "
+            "use e.g. UTF-8, ISO-8859-1 or windows-1252"
+        ) from e
+
 
 _RESERVED = frozenset({"source", "include_file_paths", "hive_partitioning"})
 """Arguments the reader sets itself."""
 
 
-def polars_options(
-    reader: Callable[..., Any], options: Mapping[str, Any], *, aliases: Mapping[str, str] | None = None, label: str
-) -> dict[str, Any]:
-    """``options`` as keyword arguments of ``reader``: aliases applied, string booleans coerced.
+def polars_options(reader: Callable[..., Any], options: Mapping[str, Any], *, label: str) -> dict[str, Any]:
+    """``options`` as keyword arguments of the Polars ``reader`` (parquet, excel), string booleans coerced.
 
     Raises:
         SourceError: a key ``reader`` does not take, or a boolean option that is not a boolean.
@@ -37,13 +170,12 @@ def polars_options(
     valid = [name for name in parameters if not name.startswith("_") and name not in _RESERVED]
     result: dict[str, Any] = {}
     for key, value in options.items():
-        name = (aliases or {}).get(key.lower(), key)
-        if name not in valid:
+        if key not in valid:
             raise SourceError(
                 f"{label}: read option '{key}' is not an option of polars.{reader.__name__}"
-                f"{did_you_mean(key, [*valid, *(aliases or {})])}; valid options: {', '.join(valid)}"
+                f"{did_you_mean(key, valid)}; valid options: {', '.join(valid)}"
             )
-        result[name] = _coerce(value, parameters[name], key, label)
+        result[key] = _coerce(value, parameters[key], key, label)
     return result
 
 

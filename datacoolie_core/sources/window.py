@@ -20,8 +20,10 @@ Conversion rules (:func:`coerce_bound`), by column dtype:
   (0.1.7 watermark files store strings, and a schema hint may later make the column temporal).
 * integers floor fractional bounds; ``Decimal`` bounds are floored to the column's scale; floats
   take any number. Numeric strings are parsed.
-* ``String``: strings compare as strings; a date/datetime bound becomes its ISO text. A number
-  against a string column is an error (lexical order would be wrong).
+* ``String``: a string bound compares as a string. A typed bound (date, datetime, number) is
+  compared as Spark compares it: the *column* is cast to the bound's type (Spark's non-ANSI cast,
+  an unparsable value is null and never passes), e.g. a CSV column read as text against a replay
+  range of datetimes.
 
 When a conversion floors (loses precision), the comparison keeps its meaning on the column's
 discrete values: ``col >= v`` becomes ``col > floor(v)`` and ``col < v`` becomes
@@ -44,6 +46,7 @@ from datacoolie_core.columns import PSEUDO_WATERMARK_COLUMNS
 from datacoolie_core.errors import SourceError, TransformError, WatermarkError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.sources.base import ReadRange
+from datacoolie_core.sources.csv_types import spark_string_cast
 from datacoolie_core.transforms.base import ColumnNameMode
 from datacoolie_core.transforms.resolve import find_column
 
@@ -163,6 +166,9 @@ def typed_comparison(column: pl.Expr, dtype: pl.DataType, op: Op, value: Any, *,
     """``column <op> value`` with ``value`` converted to ``dtype`` (see the module rules)."""
     if dtype == pl.Null:
         return pl.lit(False)  # an all-null column: null never passes a watermark bound
+    cast_to = _bound_dtype(value) if dtype == pl.String else None
+    if cast_to is not None:
+        column, dtype = spark_string_cast(column, cast_to), cast_to
     effective, typed = typed_bound(op, value, dtype, column=column.meta.output_name(), label=label)
     literal = _literal(typed, dtype)
     return {">": column > literal, ">=": column >= literal, "<": column < literal, "<=": column <= literal}[effective]
@@ -211,6 +217,22 @@ def coerce_bound(value: Any, dtype: pl.DataType) -> tuple[Any, bool]:
     if isinstance(dtype, pl.Time) and isinstance(value, time):
         return value, True
     raise TypeError(f"a {type(value).__name__} bound does not apply to a {dtype} column")
+
+
+def _bound_dtype(value: Any) -> pl.DataType | None:
+    """The type Spark casts a string column to when comparing it with ``value`` (``None``: no cast)."""
+    if isinstance(value, datetime):
+        return pl.Datetime("us", "UTC")
+    if isinstance(value, date):
+        return pl.Date()
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return None
+    if isinstance(value, int):
+        return pl.Int64()
+    if isinstance(value, Decimal):
+        exponent = value.as_tuple().exponent
+        return pl.Decimal(38, max(0, -exponent if isinstance(exponent, int) else 0))
+    return pl.Float64()
 
 
 def _literal(typed: Any, dtype: pl.DataType) -> pl.Expr:

@@ -19,6 +19,7 @@ from datacoolie_core.watermark import deserialize_watermark, serialize_watermark
 from tests.core.sources.helpers import make_source, read, read_ok
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
+HEADER = {"read_options": {"header": "true"}}
 
 
 def stored(after: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -207,10 +208,10 @@ def test_lineage_columns_are_per_file_and_rows_follow_mtime_order(tmp_path: Path
     a = write(folder, "a.csv", pl.DataFrame({"id": [1, 2]}), minute=2)
     (folder / "notes.txt").write_text("ignored")
     (folder / "_SUCCESS.csv").write_text("id\n99\n")
-    result = read_ok(file_source(tmp_path, "csv"))
+    result = read_ok(file_source(tmp_path, "csv", configure=HEADER))
     expected = pl.DataFrame(
         {
-            "id": [3, 1, 2],
+            "id": ["3", "1", "2"],
             FILE_NAME: ["b.csv", "a.csv", "a.csv"],
             FILE_PATH: [str(b), str(a), str(a)],
             FILE_MODIFICATION_TIME: [T0 + timedelta(minutes=m) for m in (1, 2, 2)],
@@ -235,13 +236,13 @@ def test_relative_base_path_resolves_against_the_working_directory(
 
 def test_file_modification_time_watermark_prunes_files_before_reading(tmp_path: Path) -> None:
     folder = folder_of(tmp_path)
-    source = file_source(tmp_path, "csv", watermark_columns=["__file_modification_time"])
+    source = file_source(tmp_path, "csv", configure=HEADER, watermark_columns=["__file_modification_time"])
 
     # load 1 — two files
     write(folder, "a.csv", pl.DataFrame({"id": [1]}), minute=1)
     write(folder, "b.csv", pl.DataFrame({"id": [2]}), minute=2)
     run1 = read_ok(source)
-    assert run1.data["id"].to_list() == [1, 2]
+    assert run1.data["id"].to_list() == ["1", "2"]
     assert run1.runtime.watermark_after == {"__file_modification_time": T0 + timedelta(minutes=2)}
 
     # load 2 — a new file, one with the stored mtime exactly (not newer), and a corrupt old file
@@ -250,7 +251,7 @@ def test_file_modification_time_watermark_prunes_files_before_reading(tmp_path: 
     (folder / "old.csv").write_text('id\n"unterminated\n')
     set_mtime(folder / "old.csv", 0)
     run2 = read_ok(source, stored(run1.runtime.watermark_after))
-    assert run2.data["id"].to_list() == [3]
+    assert run2.data["id"].to_list() == ["3"]
     assert run2.runtime.source_action["files_read"] == [str(folder / "c.csv")]
     assert run2.runtime.source_action["files_listed"] == 5
     assert run2.runtime.watermark_after == {"__file_modification_time": T0 + timedelta(minutes=3)}
@@ -306,16 +307,16 @@ def test_parquet_schema_drift_keeps_every_column(tmp_path: Path) -> None:
     assert_frame_equal(business(result.data), expected)
 
 
-def test_csv_schema_drift_across_files(tmp_path: Path) -> None:
+def test_csv_files_are_unioned_by_column_name(tmp_path: Path) -> None:
     folder = folder_of(tmp_path)
     (folder / "a.csv").write_text("id,name\n1,ann\n2,bob\n")
     (folder / "b.csv").write_text("id,name,email\n3,cy,c@x\n")
     (folder / "c.csv").write_text("email,id\nd@x,4.5\n")
     for minute, name in enumerate(("a.csv", "b.csv", "c.csv"), start=1):
         set_mtime(folder / name, minute)
-    result = read_ok(file_source(tmp_path, "csv"))
+    result = read_ok(file_source(tmp_path, "csv", configure=HEADER))
     expected = pl.DataFrame(
-        {"id": [1.0, 2.0, 3.0, 4.5], "name": ["ann", "bob", "cy", None], "email": [None, None, "c@x", "d@x"]}
+        {"id": ["1", "2", "3", "4.5"], "name": ["ann", "bob", "cy", None], "email": [None, None, "c@x", "d@x"]}
     )
     assert_frame_equal(business(result.data), expected)
     assert result.data[FILE_NAME].to_list() == ["a.csv", "a.csv", "b.csv", "c.csv"]
@@ -326,20 +327,18 @@ def test_csv_datacoolie_option_aliases(tmp_path: Path) -> None:
     (folder / "a.csv").write_text("1;'a;b';2024-01-01\n2;'c';2024-01-02\n")
     options = {"sep": ";", "header": "false", "quote": "'", "inferSchema": "false"}
     result = read_ok(file_source(tmp_path, "csv", configure={"read_options": options}))
-    expected = pl.DataFrame(
-        {"column_0": ["1", "2"], "column_1": ["a;b", "c"], "column_2": ["2024-01-01", "2024-01-02"]}
-    )
+    expected = pl.DataFrame({"_c0": ["1", "2"], "_c1": ["a;b", "c"], "_c2": ["2024-01-01", "2024-01-02"]})
     assert_frame_equal(business(result.data), expected)
 
 
 def test_csv_string_timestamps_compare_as_strings_across_runs(tmp_path: Path) -> None:
     folder = folder_of(tmp_path)
     (folder / "a.csv").write_text("id,changed_at\n1,2024-01-01 10:00:00\n2,2024-01-01 11:00:00\n")
-    source = file_source(tmp_path, "csv", watermark_columns=["changed_at"])
+    source = file_source(tmp_path, "csv", configure=HEADER, watermark_columns=["changed_at"])
     run1 = read_ok(source)
     assert run1.runtime.watermark_after == {"changed_at": "2024-01-01 11:00:00"}
     (folder / "b.csv").write_text("id,changed_at\n3,2024-01-01 12:00:00\n")
-    assert read_ok(source, stored(run1.runtime.watermark_after)).data["id"].to_list() == [3]
+    assert read_ok(source, stored(run1.runtime.watermark_after)).data["id"].to_list() == ["3"]
 
 
 def test_unknown_read_option_is_an_error_with_a_suggestion(tmp_path: Path) -> None:
