@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,14 @@ SPELLINGS = pytest.mark.parametrize("s", [RAW, CLEAN], ids=["raw", "sanitized"])
 def csv_lake(root: Path) -> Lake:
     lake = Lake(root)
     lake.connections = [
-        {"name": "files", "format": "csv", "configure": {"base_path": str(root / "landing")}},
+        {
+            "name": "files",
+            "format": "csv",
+            "configure": {
+                "base_path": str(root / "landing"),
+                "read_options": {"header": "true", "inferSchema": "true"},
+            },
+        },
         {"name": "lake", "format": "delta", "configure": {"base_path": str(root / "lake")}},
     ]
     land(lake, "a.csv", FIRST)
@@ -112,13 +120,13 @@ def test_watermark_columns(tmp_path: Path, s: Spelling) -> None:
     lake = add_orders(csv_lake(tmp_path), source={"watermark_columns": [s.date]})
     # load 1 — everything
     assert run(lake).source.rows_read == 3
-    assert stored_watermark(lake) == {s.date: "2025-01-03"}
+    assert stored_watermark(lake) == {s.date: {"__date__": "2025-01-03"}}
 
     # load 2 — only the row after the stored watermark; the old one stays out
     land(lake, "b.csv", HEADER + "4,1.00,cy,2025-01-04,EU\n5,1.00,dee,2024-12-31,EU\n")
     assert run(lake).source.rows_read == 1
     assert table(lake)["order_id"].to_list() == [1, 2, 3, 4]
-    assert stored_watermark(lake) == {s.date: "2025-01-04"}
+    assert stored_watermark(lake) == {s.date: {"__date__": "2025-01-04"}}
 
 
 @SPELLINGS
@@ -225,7 +233,7 @@ def test_scd2_effective_column(tmp_path: Path, s: Spelling) -> None:
     # load 1 — initial: every row current from its order date
     run(lake)
     assert table(lake).select("order_id", "__valid_from", "__is_current").rows() == [
-        (1, "2025-01-01", True), (2, "2025-01-02", True), (3, "2025-01-03", True),
+        (1, date(2025, 1, 1), True), (2, date(2025, 1, 2), True), (3, date(2025, 1, 3), True),
     ]  # fmt: skip
 
     # load 2 — a new version of order 1 closes the old one
@@ -233,7 +241,7 @@ def test_scd2_effective_column(tmp_path: Path, s: Spelling) -> None:
     run(lake)
     versions = table(lake).filter(pl.col("order_id") == 1).sort("__valid_from")
     assert versions.select("__valid_from", "__valid_to", "__is_current").rows() == [
-        ("2025-01-01", "2025-01-05", False), ("2025-01-05", None, True),
+        (date(2025, 1, 1), date(2025, 1, 5), False), (date(2025, 1, 5), None, True),
     ]  # fmt: skip
 
 
@@ -283,7 +291,7 @@ def test_a_watermark_saved_under_one_spelling_still_reads_after_metadata_switche
     lake = add_orders(csv_lake(tmp_path), source={"watermark_columns": ["Order Date"]})
     # load 1 — saved under the raw spelling
     run(lake)
-    assert stored_watermark(lake) == {"Order Date": "2025-01-03"}
+    assert stored_watermark(lake) == {"Order Date": {"__date__": "2025-01-03"}}
 
     # load 2 — metadata now says order_date: the stored value still bounds the read (no reload),
     # and the key keeps its first spelling
@@ -291,7 +299,7 @@ def test_a_watermark_saved_under_one_spelling_still_reads_after_metadata_switche
     lake.write()
     land(lake, "b.csv", HEADER + "4,1.00,cy,2025-01-04,EU\n")
     assert run(lake).source.rows_read == 1
-    assert stored_watermark(lake) == {"Order Date": "2025-01-04"}
+    assert stored_watermark(lake) == {"Order Date": {"__date__": "2025-01-04"}}
     assert table(lake)["order_id"].to_list() == [1, 2, 3, 4]
 
 

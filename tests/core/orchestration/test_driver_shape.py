@@ -4,6 +4,7 @@ watermark does not move, and the other dataflows of the run go on."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,16 @@ HINTS = [{"column_name": "Unit Price (€)", "data_type": "decimal(10,2)"}]
 def shaped_lake(root: Path, *, transform: dict[str, Any] | None = None, **orders: Any) -> Lake:
     """``orders``: CSV folder -> merge on ``Order ID``, incremental on ``Order Date``; ``other``: always loads."""
     lake = Lake(root)
-    lake.connections.append({"name": "files", "format": "csv", "configure": {"base_path": str(root / "landing")}})
+    lake.connections.append(
+        {
+            "name": "files",
+            "format": "csv",
+            "configure": {
+                "base_path": str(root / "landing"),
+                "read_options": {"header": "true", "inferSchema": "true"},
+            },
+        }
+    )
     source = {"connection_name": "files", "table": "orders", "watermark_columns": ["Order Date"]}
     destination = {"load_type": "merge_upsert", "merge_keys": ["Order ID"]}
     lake.add(
@@ -163,7 +173,7 @@ def test_files_whose_headers_differ_only_in_order_are_read_by_name(tmp_path: Pat
 
     assert run(lake)["orders"].status == "succeeded"
     assert lake.table("orders", sort="order_id").select("order_id", "customername", "order_date").rows() == [
-        (1, "ann", "2025-01-01"), (2, "bob", "2025-01-02"), (3, "cy", "2025-01-03"),
+        (1, "ann", date(2025, 1, 1)), (2, "bob", date(2025, 1, 2)), (3, "cy", date(2025, 1, 3)),
     ]  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def request(*expected: tuple[str, str], **values: Any) -> ReadRequest:
     return ReadRequest(expected_columns=tuple(ExpectedColumn(name, key) for name, key in expected), **values)
 
 
-SOURCE = make_source({"format": "csv", "configure": {"base_path": "./landing"}}, table="orders",
+SOURCE = make_source({"format": "csv", "configure": {"base_path": "./landing", "read_options": {"header": "true", "inferSchema": "true"}}}, table="orders",
                      watermark_columns=["Order Date", "__file_modification_time"])  # fmt: skip
 
 
@@ -141,7 +142,13 @@ def test_check_files_lists_each_odd_file_with_its_columns() -> None:
 
 
 def test_check_files_rejects_a_file_sharing_no_column_with_the_first() -> None:
-    bare = make_source({"format": "csv", "configure": {"base_path": "./landing"}}, table="orders")
+    bare = make_source(
+        {
+            "format": "csv",
+            "configure": {"base_path": "./landing", "read_options": {"header": "true", "inferSchema": "true"}},
+        },
+        table="orders",
+    )
     scans = [("a.csv", lazy("id,name")), ("b.csv", lazy("name,id,extra")), ("c.csv", lazy("1,ann"))]
     with pytest.raises(SourceShapeError, match=r"file 'c.csv' shares no column with file 'a.csv' \(columns: id, name\); "
                        r"its columns: 1, ann; its header is missing or wrong"):  # fmt: skip
@@ -159,7 +166,15 @@ def landing(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def csv_source(tmp_path: Path, **source: Any) -> Any:
     return make_source(
-        {"format": "csv", "configure": {"base_path": str(tmp_path / "landing")}}, table="orders", **source
+        {
+            "format": "csv",
+            "configure": {
+                "base_path": str(tmp_path / "landing"),
+                "read_options": {"header": "true", "inferSchema": "true"},
+            },
+        },
+        table="orders",
+        **source,
     )
 
 
@@ -180,6 +195,6 @@ def test_files_with_reordered_headers_are_read_by_name(tmp_path: Path) -> None:
     result = read_ok(csv_source(tmp_path, watermark_columns=["Order Date"]))
 
     assert result.data.select("Order ID", "customerName", "Order Date").rows() == [
-        (1, "ann", "2025-01-01"), (2, "bob", "2025-01-02"), (3, "cy", "2025-01-03"),
+        (1, "ann", date(2025, 1, 1)), (2, "bob", date(2025, 1, 2)), (3, "cy", date(2025, 1, 3)),
     ]  # fmt: skip
     assert result.data["Unit Price (€)"].to_list() == [2.5, 3.5, None]
