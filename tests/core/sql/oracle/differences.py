@@ -1,0 +1,19 @@
+"""Deliberate differences from Spark 3.5 (ANSI off): cases the oracle does not compare, with why.
+
+Each entry is a regular expression matched (``re.search``) against a case's SQL, and the reason.
+Keep it nearly empty: a difference is a promise to users, listed in docs/sql.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+DIFFERENCES: dict[str, str] = {}
+
+
+def deliberate(sql: str) -> str | None:
+    """The reason ``sql`` is a deliberate difference, or ``None``."""
+    for pattern, reason in DIFFERENCES.items():
+        if re.search(pattern, sql):
+            return reason
+    return None
