@@ -1,0 +1,62 @@
+"""Oracle cases for the function families: each function over the table's columns and edge literals.
+
+A template's ``{x}`` is filled from an operand group, giving one case per operand (the input table
+holds nulls, negatives, zero, extremes, empty and unicode strings, leap days and DST changes).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+TEXT = ("s", "t", "n", "'abc'", "''", "NULL")
+NUMBER = ("i", "l", "d", "m", "-7", "0", "2.5D", "NULL")
+INTEGER = ("i", "j", "l", "0", "-3", "NULL")
+TEMPORAL = ("dt", "ts", "n", "DATE'2024-02-29'", "TIMESTAMP'2024-03-31 01:30:00'", "NULL")
+
+
+def expand(*templates: str, **groups: tuple[str, ...]) -> list[str]:
+    """Every template filled with every combination of its groups' operands."""
+    out: list[str] = []
+    for template in templates:
+        names = [name for name in groups if "{" + name + "}" in template]
+        for values in product(*(groups[name] for name in names)):
+            out.append(template.format(**dict(zip(names, values, strict=True))))
+    return out
+
+
+STRINGS = [
+    *expand(
+        "upper({x})", "ucase({x})", "lower({x})", "lcase({x})", "length({x})", "len({x})", "char_length({x})",
+        "character_length({x})", "bit_length({x})", "octet_length({x})", "trim({x})", "ltrim({x})", "rtrim({x})",
+        "btrim({x})", "btrim({x}, 'ab')", "trim(BOTH 'a' FROM {x})", "trim(LEADING 'at' FROM {x})",
+        "trim(TRAILING 'c' FROM {x})", "initcap({x})", "reverse({x})", "base64({x})", "ascii({x})",
+        "left({x}, 2)", "left({x}, 0)", "left({x}, -1)", "right({x}, 2)", "right({x}, 0)", "right({x}, 100)",
+        "lpad({x}, 5, 'xy')", "lpad({x}, 2)", "lpad({x}, 0, 'x')", "lpad({x}, 4, '')", "rpad({x}, 5, 'xy')",
+        "rpad({x}, 1)", "rpad({x}, -1, 'x')", "repeat({x}, 2)", "repeat({x}, 0)", "repeat({x}, j)",
+        "replace({x}, 'b', 'XY')", "replace({x}, 'ü')", "replace({x}, '', 'z')", "translate({x}, 'abt', 'x')",
+        "translate({x}, 'aa', 'xy')", "contains({x}, 'b')", "contains({x}, '')", "startswith({x}, 'a')",
+        "endswith({x}, t)", "contains({x}, t)", "concat({x}, '-', t)", "concat({x})", "concat({x}, i, dt)",
+        "concat_ws('-', {x}, t, NULL)", "concat_ws('', {x})", "concat_ws(NULL, {x})", "concat_ws('/', {x}, i)",
+        "elt(j, {x}, 'two')", "elt(2, 'one', {x})",
+        x=TEXT,
+    ),
+    "concat_ws('-')", "char(65)", "chr(i)", "chr(l)", "chr(233)", "chr(-1)", "chr(256)", "chr(0)",
+    "space(3)", "space(j)", "space(-1)", "length(i)", "upper(b)",
+]  # fmt: skip
+
+SUBSTRINGS = [
+    *expand(
+        "substring({x}, 2)", "substr({x}, 2, 2)", "substring({x}, 0, 2)", "substring({x}, -2)",
+        "substring({x}, -5, 3)", "substring({x}, 2, -1)", "substr({x}, i, j)", "substring({x} FROM 2 FOR 1)",
+        "instr({x}, 'b')", "instr({x}, '')", "instr({x}, 'ü')", "locate('c', {x})", "locate('t', {x}, 2)",
+        "locate('a', {x}, 0)", "locate('a', {x}, NULL)", "position('b' IN {x})", "position('c', {x})",
+        "split_part({x}, '-', 1)", "split_part({x}, 'b', -1)", "split_part({x}, '', 1)", "split_part({x}, '-', 5)",
+        "substring_index({x}, 'b', 1)", "substring_index({x}, '-', -1)", "substring_index({x}, 'x', 0)",
+        "overlay({x} PLACING 'ZZ' FROM 2)", "overlay({x} PLACING 'ZZ' FROM 2 FOR 0)",
+        "overlay({x} PLACING '' FROM 1 FOR 2)", "find_in_set({x}, 'abc,,tst-1,')", "find_in_set({x}, 'a,b')",
+        x=TEXT,
+    ),
+    "find_in_set('a,b', 'a,b')", "split_part('a-b-c', '-', -2)", "substring_index('a.b.c', '.', 2)",
+]  # fmt: skip
+
+CASES: dict[str, list[str]] = {"strings": STRINGS, "substrings": SUBSTRINGS}
