@@ -53,10 +53,17 @@ def dtype(c: Compiler, node: exp.Expression) -> pl.DataType | None:
     """The Polars dtype ``node`` compiles to, when the schema is known (``None`` while validating)."""
     if c.schema is None:
         return None
+    return expr_dtype(c, c.compile(node))
+
+
+def expr_dtype(c: Compiler, expr: pl.Expr) -> pl.DataType | None:
+    """The dtype of a compiled expression over the schema (``None`` while validating)."""
+    if c.schema is None:
+        return None
     try:
-        return pl.LazyFrame(schema=c.schema).select(c.compile(node).alias("_")).collect_schema()["_"]
+        return pl.LazyFrame(schema=c.schema).select(expr.alias("_")).collect_schema()["_"]
     except pl.exceptions.PolarsError as e:
-        raise SqlExpressionError(f"'{node.sql(dialect=READ_DIALECT)}' has no valid type: {e} (in {c.text!r})") from None
+        raise SqlExpressionError(f"an argument has no valid type: {e} (in {c.text!r})") from None
 
 
 def cast(c: Compiler, node: exp.Expression, to: str) -> pl.Expr:

@@ -59,4 +59,25 @@ SUBSTRINGS = [
     "find_in_set('a,b', 'a,b')", "split_part('a-b-c', '-', -2)", "substring_index('a.b.c', '.', 2)",
 ]  # fmt: skip
 
-CASES: dict[str, list[str]] = {"strings": STRINGS, "substrings": SUBSTRINGS}
+MATH = [
+    *expand(
+        "sqrt({x})", "cbrt({x})", "exp({x})", "expm1({x})", "ln({x})", "log({x})", "log10({x})", "log2({x})",
+        "log1p({x})", "log(2, {x})", "log({x}, 8)", "acos({x})", "acosh({x})", "asin({x})", "asinh({x})",
+        "atan({x})", "atanh({x})", "cos({x})", "cosh({x})", "sin({x})", "sinh({x})", "tan({x})", "tanh({x})",
+        "cot({x})", "csc({x})", "sec({x})", "degrees({x})", "radians({x})", "pow({x}, 2)", "power(2, {x})",
+        "atan2({x}, e)", "atan2(e, {x})", "hypot({x}, e)", "abs({x})", "sign({x})", "signum({x})",
+        "negative({x})", "positive({x})", "greatest({x}, 1)", "least({x}, 1)", "greatest({x}, e, NULL)",
+        "least({x}, e)", "pmod({x}, 3)", "pmod({x}, -3)", "pmod({x}, 0)", "mod({x}, 3)", "try_divide({x}, 2)",
+        "try_divide({x}, 0)", "round({x})", "round({x}, 1)", "round({x}, -1)", "round({x}, -2)",
+        "bround({x})", "bround({x}, 1)", "bround({x}, -1)", "ceil({x})", "ceiling({x})", "floor({x})",
+        "rint({x})",
+        x=(*NUMBER, "e", "j", "n"),
+    ),
+    *expand("factorial({x})", "bit_count({x})", x=INTEGER),
+    "e()", "pi()", "factorial(20)", "factorial(21)", "round(2.675D, 2)", "round(1.005D, 2)", "bround(2.5D)",
+    "round(-2.5D)", "round(0.285D, 2)", "round(2147483647, -1)", "round(-9223372036854775807L, -1)",
+    "bround(25, -1)", "bround(35, -1)", "round(1.5e300D, -299)", "ceil(-0.5D)", "floor(1e300D)",
+    "greatest(i, l, d)", "least(i, m)", "greatest(m, 1.5)", "greatest(s, t)",
+]  # fmt: skip
+
+CASES: dict[str, list[str]] = {"strings": STRINGS, "substrings": SUBSTRINGS, "math": MATH}
