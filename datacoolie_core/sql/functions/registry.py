@@ -85,7 +85,14 @@ def text(c: Compiler, node: exp.Expression) -> pl.Expr:
 
 
 def number(c: Compiler, node: exp.Expression, to: str = "DOUBLE") -> pl.Expr:
-    """A numeric argument of Spark type ``to`` (``DOUBLE``, ``INT``, ``BIGINT``)."""
+    """A numeric argument of Spark type ``to`` (``DOUBLE``, ``INT``, ``BIGINT``).
+
+    Raises:
+        SqlExpressionError: a BOOLEAN or date/time argument, which Spark does not cast implicitly.
+    """
+    found = dtype(c, node)
+    if found is not None and (found == pl.Boolean or found.is_temporal()):
+        raise SqlExpressionError(f"'{node.sql(dialect=READ_DIALECT)}' is {found}, not a number (in {c.text!r})")
     return cast(c, node, to)
 
 

@@ -80,4 +80,25 @@ MATH = [
     "greatest(i, l, d)", "least(i, m)", "greatest(m, 1.5)", "greatest(s, t)",
 ]  # fmt: skip
 
-CASES: dict[str, list[str]] = {"strings": STRINGS, "substrings": SUBSTRINGS, "math": MATH}
+ALL = (*NUMBER, "s", "b", "dt", "ts")
+CONDITIONAL = [
+    *expand(
+        "coalesce({x}, {y})", "ifnull({x}, {y})", "nvl({x}, {y})", x=ALL, y=("i", "d", "m", "s", "NULL", "0", "dt"),
+    ),
+    *expand(
+        "nullif({x}, {y})", "nvl2({x}, {y}, NULL)", "equal_null({x}, {y})", x=NUMBER, y=("i", "d", "m", "NULL", "0")
+    ),
+    *expand("nullif({x}, {x})", "equal_null({x}, {x})", x=("s", "b", "dt", "ts", "NULL")),
+    *expand(
+        "isnull({x})", "isnotnull({x})", "isnan({x})", "nanvl({x}, e)", "nanvl(e, {x})", "coalesce({x})",
+        "coalesce(NULL, {x}, 1)", "nvl2({x}, 'y', 'n')",
+        x=(*ALL, "e", "n"),
+    ),
+]  # fmt: skip
+
+CASES: dict[str, list[str]] = {
+    "strings": STRINGS,
+    "substrings": SUBSTRINGS,
+    "math": MATH,
+    "conditional": CONDITIONAL,
+}
