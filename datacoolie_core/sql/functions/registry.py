@@ -100,6 +100,8 @@ def literal(c: Compiler, node: exp.Expression | None, what: str) -> Any:
     """The Python value of a literal argument (string, number, or NULL as ``None``)."""
     if isinstance(node, exp.Null):
         return None
+    if isinstance(node, exp.Boolean):
+        return bool(node.this)
     if isinstance(node, exp.Literal):
         return str(node.this) if node.is_string else _number(str(node.this))
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and not node.this.is_string:

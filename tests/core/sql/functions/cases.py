@@ -96,7 +96,57 @@ CONDITIONAL = [
     ),
 ]  # fmt: skip
 
+STAMPS = ("ts", "tn", "TIMESTAMP'2024-10-27 01:30:00'", "NULL")
+PATTERNS = ("'yyyy-MM-dd'", "'yyyy-MM-dd HH:mm:ss'", "'dd/MM/yy hh:mm a'", "'yyyyMMdd'", "'EEE, d MMM yyyy'",
+            "'EEEE MMMM DDD'", "'HH:mm:ss.SSS'", "'yyyy-MM-dd HH:mm:ss.SSSSSS'", "\"yyyy-MM-dd'T'HH:mm\"", "'M/d/yyyy H:m:s'")  # fmt: skip
+DATETIME = [
+    *expand(
+        "year({x})", "quarter({x})", "month({x})", "day({x})", "dayofmonth({x})", "dayofweek({x})", "weekday({x})",
+        "dayofyear({x})", "weekofyear({x})", "hour({x})", "minute({x})", "second({x})", "last_day({x})",
+        "unix_date({x})", "date_add({x}, 1)", "date_add({x}, j)", "date_sub({x}, 1)", "dateadd({x}, -30)",
+        "datediff({x}, DATE'2024-01-01')", "date_diff(DATE'2024-01-01', {x})", "add_months({x}, 1)",
+        "add_months({x}, -13)", "add_months({x}, j)", "next_day({x}, 'mon')", "next_day({x}, 'Sunday')",
+        "next_day({x}, 'xx')", "trunc({x}, 'YEAR')", "trunc({x}, 'MM')", "trunc({x}, 'quarter')",
+        "trunc({x}, 'week')", "trunc({x}, 'day')", "date_trunc('YEAR', {x})", "date_trunc('MON', {x})",
+        "date_trunc('week', {x})", "date_trunc('DD', {x})", "date_trunc('hour', {x})", "date_trunc('minute', {x})",
+        "date_trunc('second', {x})", "date_trunc('quarter', {x})", "date_trunc('xx', {x})",
+        "months_between({x}, DATE'2024-01-31')", "months_between(TIMESTAMP'2024-01-01 10:00:00', {x})",
+        "months_between({x}, DATE'2023-02-28', false)", "extract(YEAR FROM {x})", "extract(DOW FROM {x})",
+        "extract(DAYOFWEEK_ISO FROM {x})", "extract(DOY FROM {x})", "extract(WEEK FROM {x})",
+        "extract(QUARTER FROM {x})", "date_part('month', {x})", "datepart('d', {x})", "to_date({x})",
+        "unix_timestamp({x})", "to_unix_timestamp({x})",
+        x=(*TEMPORAL, "tn"),
+    ),
+    *expand(
+        "extract(HOUR FROM {x})", "extract(MINUTE FROM {x})", "extract(SECOND FROM {x})", "unix_seconds({x})",
+        "unix_millis({x})", "unix_micros({x})", "from_utc_timestamp({x}, 'Europe/Paris')",
+        "from_utc_timestamp({x}, 'America/New_York')", "to_utc_timestamp({x}, 'Europe/Paris')",
+        "to_utc_timestamp({x}, 'America/New_York')", "to_utc_timestamp({x}, 'UTC')",
+        x=STAMPS,
+    ),
+    *expand("date_format({x}, {p})", x=("ts", "dt", "tn", "NULL"), p=PATTERNS),
+    *expand(
+        "to_date({x}, {p})", "to_timestamp({x}, {p})", "unix_timestamp({x}, {p})", x=("n", "s"), p=PATTERNS
+    ),
+    *expand(
+        "to_date({x}, 'yyyy-MM-dd HH:mm:ss')", "to_timestamp({x}, 'dd/MM/yyyy HH:mm')", "unix_timestamp({x})",
+        "to_timestamp({x}, 'yyyy-MM-dd HH:mm:ss')",
+        x=("'2024-02-29'", "'2023-02-29'", "'29/02/2024 13:45'", "'2024-03-31 02:30:00'", "''", "NULL"),
+    ),
+    *expand("date_from_unix_date({x})", x=("j", "0", "-1", "19000", "NULL")),
+    *expand(
+        "from_unixtime({x})", "from_unixtime({x}, 'yyyy-MM-dd')", "timestamp_seconds({x})",
+        "timestamp_millis({x})", "timestamp_micros({x})",
+        x=("i", "j", "0", "-1", "1700000000", "NULL"),
+    ),
+    "timestamp_seconds(d)", "timestamp_seconds(1.5D)", "make_date(2024, 2, 29)", "make_date(2023, 2, 29)",
+    "make_date(2000 + j, 1, 1)", "make_date(2024, j, 1)", "make_date(2024, 1, j)", "make_date(NULL, 1, 1)",
+    "unix_timestamp() > 0", "current_date() > DATE'2020-01-01'", "current_timestamp() > TIMESTAMP'2020-01-01 00:00:00'",
+    "now() > TIMESTAMP'2020-01-01 00:00:00'", "curdate() > DATE'2020-01-01'",
+]  # fmt: skip
+
 CASES: dict[str, list[str]] = {
+    "datetime": DATETIME,
     "strings": STRINGS,
     "substrings": SUBSTRINGS,
     "math": MATH,
