@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -132,7 +132,7 @@ def _spark_batch(frame: Any, expressions: list[str]) -> list[Outcome]:
     try:
         result = frame.selectExpr(*(f"{sql} AS c{k}" for k, sql in enumerate(expressions)))
         rows = result.collect()
-    except Exception as e:  # noqa: BLE001 - any Spark error is an outcome; bisect to find its case
+    except Exception as e:  # any Spark error is an outcome; bisect to find its case
         if len(expressions) == 1:
             return [Outcome(error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")]
         middle = len(expressions) // 2
@@ -147,14 +147,16 @@ def _spark_batch(frame: Any, expressions: list[str]) -> list[Outcome]:
 def evaluate_polars(frame: pl.DataFrame, sql: str) -> Outcome:
     """Our outcome: compile against the frame's schema and evaluate on every row."""
     try:
-        expression = compile_expression(sql, schema=frame.schema, now=datetime(2026, 5, 9, tzinfo=timezone.utc))
+        expression = compile_expression(sql, schema=frame.schema, now=datetime(2026, 5, 9, tzinfo=UTC))
     except SqlExpressionError as e:
         return Outcome(error=str(e), rejected=True)
-    except Exception as e:  # noqa: BLE001 - a raw crash is a finding, reported as a mismatch
+    except Exception as e:  # a raw crash is a finding, reported as a mismatch
         return Outcome(error=f"compile crashed: {type(e).__name__}: {e}")
     try:
         column = frame.with_columns(expression.alias("__oracle__")).get_column("__oracle__")
-    except Exception as e:  # noqa: BLE001
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # Polars panics are BaseExceptions (pyo3's PanicException)
         return Outcome(error=f"evaluation crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     return Outcome(dtype=column.dtype, values=tuple(_from_polars(v) for v in column.to_list()))
 
@@ -188,11 +190,11 @@ def _same(mine: Any, theirs: Any) -> bool:
 def _from_spark(value: Any, dtype: pl.DataType) -> Any:
     # PySpark hands TIMESTAMP back as a naive local time; the oracle process runs in UTC
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
 def _from_polars(value: Any) -> Any:
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value.astimezone(UTC).replace(tzinfo=None)
     return value
