@@ -110,4 +110,4 @@ def test_error_is_a_value_error_for_model_validators() -> None:
 
 def test_without_schema_names_are_kept_as_written() -> None:
     assert parse_expression("Mixed_Case > 1").sql() == "Mixed_Case > 1"
-    assert str(compile_expression("Mixed_Case > 1")) == str(pl.col("Mixed_Case") > 1)
+    assert str(compile_expression("Mixed_Case > 1")) == str(pl.col("Mixed_Case") > pl.lit(1, pl.Int32))

@@ -7,13 +7,12 @@ days clocks change in Europe and the US, timestamps with and without a time zone
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
 import polars as pl
 
-UTC = timezone.utc
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
 
