@@ -121,17 +121,10 @@ def _extreme(horizontal: Callable[..., pl.Expr], nan_wins: bool) -> Handler:
 
 def _signed(c: Compiler, node: exp.Expression, negate: bool) -> pl.Expr:
     value = node.this if isinstance(node, exp.Negative) else arity(c, node, 1)[0]
-    if dtype(c, value) == pl.Null:
-        return pl.lit(None, dtype=pl.Float64)
+    found = dtype(c, value)
+    if found is not None and not found.is_numeric():
+        value = exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE"))  # Spark casts strings to DOUBLE
     return c.compile(exp.Neg(this=exp.Paren(this=value.copy()))) if negate else c.compile(value)
-
-
-def _pmod(c: Compiler, node: exp.Anonymous) -> pl.Expr:
-    left, right = arity(c, node, 2)
-    rest = exp.Mod(this=exp.Paren(this=left.copy()), expression=exp.Paren(this=right.copy()))
-    shifted = exp.Mod(this=exp.Paren(this=exp.Add(this=rest.copy(), expression=right.copy())), expression=right.copy())
-    negative = exp.LT(this=rest.copy(), expression=exp.Literal.number(0))
-    return c.compile(exp.If(this=negative, true=shifted, false=rest))
 
 
 def _factorial(c: Compiler, node: exp.Factorial) -> pl.Expr:
@@ -196,12 +189,11 @@ NAMES: dict[str, Handler] = {
     "EXPM1": lambda c, n: _expm1(number(c, arity(c, n, 1)[0])),
     "LOG1P": lambda c, n: _positive_only(lambda x: x.log1p(), -1.0)(number(c, arity(c, n, 1)[0])),
     "HYPOT": _hypot,
-    "PMOD": _pmod,
     "POSITIVE": lambda c, n: _signed(c, n, negate=False),
     **rounding.NAMES,
 }
 SUPPORTED = ("ABS", "ACOS", "ACOSH", "ASIN", "ASINH", "ATAN", "ATAN2", "ATANH", "BIT_COUNT", "CBRT", "COS", "COSH",
              "COT", "CSC", "DEGREES", "E", "EXP", "EXPM1", "FACTORIAL", "GREATEST", "HYPOT", "LEAST", "LN", "LOG",
-             "LOG10", "LOG1P", "LOG2", "MOD", "NEGATIVE", "PI", "PMOD", "POSITIVE", "POW", "POWER", "RADIANS",
+             "LOG10", "LOG1P", "LOG2", "NEGATIVE", "PI", "POSITIVE", "POW", "POWER", "RADIANS",
              "SEC", "SIGN", "SIGNUM", "SIN", "SINH", "SQRT", "TAN", "TANH", "TRY_DIVIDE",
              *rounding.SUPPORTED)  # fmt: skip

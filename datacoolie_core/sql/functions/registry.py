@@ -53,7 +53,7 @@ def dtype(c: Compiler, node: exp.Expression) -> pl.DataType | None:
     """The Polars dtype ``node`` compiles to, when the schema is known (``None`` while validating)."""
     if c.schema is None:
         return None
-    return expr_dtype(c, c.compile(node))
+    return c.dtype(node)
 
 
 def expr_dtype(c: Compiler, expr: pl.Expr) -> pl.DataType | None:

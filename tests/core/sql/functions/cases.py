@@ -67,12 +67,12 @@ MATH = [
         "cot({x})", "csc({x})", "sec({x})", "degrees({x})", "radians({x})", "pow({x}, 2)", "power(2, {x})",
         "atan2({x}, e)", "atan2(e, {x})", "hypot({x}, e)", "abs({x})", "sign({x})", "signum({x})",
         "negative({x})", "positive({x})", "greatest({x}, 1)", "least({x}, 1)", "greatest({x}, e, NULL)",
-        "least({x}, e)", "pmod({x}, 3)", "pmod({x}, -3)", "pmod({x}, 0)", "mod({x}, 3)", "try_divide({x}, 2)",
-        "try_divide({x}, 0)", "round({x})", "round({x}, 1)", "round({x}, -1)", "round({x}, -2)",
+        "least({x}, e)", "round({x})", "round({x}, 1)", "round({x}, -1)", "round({x}, -2)",
         "bround({x})", "bround({x}, 1)", "bround({x}, -1)", "ceil({x})", "ceiling({x})", "floor({x})",
         "rint({x})",
         x=(*NUMBER, "e", "j", "n"),
     ),
+    *expand("try_divide({x}, 2)", "try_divide({x}, 0)", "try_divide(7, {x})", x=NUMBER),
     *expand("factorial({x})", "bit_count({x})", x=INTEGER),
     "e()", "pi()", "factorial(20)", "factorial(21)", "round(2.675D, 2)", "round(1.005D, 2)", "bround(2.5D)",
     "round(-2.5D)", "round(0.285D, 2)", "round(2147483647, -1)", "round(-9223372036854775807L, -1)",
@@ -83,7 +83,10 @@ MATH = [
 ALL = (*NUMBER, "s", "b", "dt", "ts")
 CONDITIONAL = [
     *expand(
-        "coalesce({x}, {y})", "ifnull({x}, {y})", "nvl({x}, {y})", x=ALL, y=("i", "d", "m", "s", "NULL", "0", "dt"),
+        "coalesce({x}, {y})", "ifnull({x}, {y})", "nvl({x}, {y})", x=(*NUMBER, "b", "dt", "ts"), y=("i", "d", "m", "NULL", "0", "dt"),
+    ),
+    *expand(
+        "coalesce({x}, s)", "nvl(s, {x})", x=("i", "l", "m", "s", "b", "dt", "ts", "NULL"),
     ),
     *expand(
         "nullif({x}, {y})", "nvl2({x}, {y}, NULL)", "equal_null({x}, {y})", x=NUMBER, y=("i", "d", "m", "NULL", "0")
