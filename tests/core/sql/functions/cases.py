@@ -148,7 +148,29 @@ DATETIME = [
     "now() > TIMESTAMP'2020-01-01 00:00:00'", "curdate() > DATE'2020-01-01'",
 ]  # fmt: skip
 
+REGEXES = ("'b'", "'^a'", "'[a-z]+'", "'\\\\d+'", "'\\\\w+'", "'\\\\s'", "'(.)(.)'", "'.'", "'x*'", "''",
+           "'\\\\p{Alpha}+'", "'(?i)ABC'", "'[^\\\\d-]'", "'b|(c)'")  # fmt: skip
+EMPTY_MATCHES = ("'x*'", "''")
+REGEX = [
+    *expand(
+        "regexp_extract({x}, {p}, 0)", "regexp_like({x}, {p})", "rlike({x}, {p})", "regexp({x}, {p})",
+        "{x} RLIKE {p}", "regexp_substr({x}, {p})", "regexp_instr({x}, {p})",
+        x=("s", "t", "n", "NULL"), p=REGEXES,
+    ),
+    *expand(
+        "regexp_replace({x}, {p}, 'X')", "regexp_replace({x}, {p}, '')", "regexp_count({x}, {p})",
+        x=("s", "t", "n", "NULL"), p=tuple(p for p in REGEXES if p not in EMPTY_MATCHES),
+    ),
+    *expand(
+        "regexp_extract({x}, '(\\\\d+)-(\\\\d+)', 2)", "regexp_extract({x}, '([a-z])(x)?', 2)",
+        "regexp_extract({x}, '(\\\\w)')", "regexp_replace({x}, '(\\\\w)(\\\\w)', '$2$1')",
+        "regexp_replace({x}, '(b)', '\\\\$1$10')", "regexp_replace({x}, NULL, 'x')", "regexp_extract({x}, NULL)",
+        x=("s", "t", "n", "'12-34'", "NULL"),
+    ),
+]  # fmt: skip
+
 CASES: dict[str, list[str]] = {
+    "regex": REGEX,
     "datetime": DATETIME,
     "strings": STRINGS,
     "substrings": SUBSTRINGS,
