@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import conditional, datetime, math, regex, strings
+from datacoolie_core.sql.functions import conditional, conversion, datetime, math, regex, strings
 from datacoolie_core.sql.functions.registry import Handler
 
-_FAMILIES = (strings, regex, math, datetime, conditional)
+_FAMILIES = (strings, regex, math, datetime, conditional, conversion)
 
 FUNCTION_NODES: dict[type[exp.Expression], Handler] = {k: v for f in _FAMILIES for k, v in f.NODES.items()}
 """Handlers by sqlglot node type."""

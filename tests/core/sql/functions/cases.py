@@ -73,6 +73,7 @@ MATH = [
         x=(*NUMBER, "e", "j", "n"),
     ),
     *expand("try_divide({x}, 2)", "try_divide({x}, 0)", "try_divide(7, {x})", x=NUMBER),
+    *expand("mod({x}, 3)", "pmod({x}, -3)", "pmod({x}, 0)", "mod(7, {x})", x=INTEGER),
     *expand("factorial({x})", "bit_count({x})", x=INTEGER),
     "e()", "pi()", "factorial(20)", "factorial(21)", "round(2.675D, 2)", "round(1.005D, 2)", "bround(2.5D)",
     "round(-2.5D)", "round(0.285D, 2)", "round(2147483647, -1)", "round(-9223372036854775807L, -1)",
@@ -169,7 +170,19 @@ REGEX = [
     ),
 ]  # fmt: skip
 
+CONVERSION = [
+    *expand(
+        "bigint({x})", "int({x})", "smallint({x})", "tinyint({x})", "double({x})", "float({x})", "boolean({x})",
+        x=("i", "l", "d", "m", "n", "b", "NULL", "'12'"),
+    ),
+    *expand("decimal({x})", "string({x})", x=("i", "l", "n", "NULL", "'12'")),
+    *expand("date({x})", "timestamp({x})", "string({x})", x=("dt", "ts", "n", "'2024-02-29'", "NULL")),
+    *expand("hex({x})", "bin({x})", x=("i", "j", "l", "0", "-1", "NULL", "d", "m", "n")),
+    *expand("hex({x})", x=("s", "t", "''")),
+]  # fmt: skip
+
 CASES: dict[str, list[str]] = {
+    "conversion": CONVERSION,
     "regex": REGEX,
     "datetime": DATETIME,
     "strings": STRINGS,
