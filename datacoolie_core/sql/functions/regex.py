@@ -28,10 +28,15 @@ _POSIX = {"Lower": "lower", "Upper": "upper", "ASCII": "ascii", "Alpha": "alpha"
 _DOT = r"[^\n\r\x{85}\x{2028}\x{2029}]"
 _NULL = pl.lit(None, dtype=pl.String)
 _ASTRAL = r"[\x{10000}-\x{10FFFF}]"
+_END = r"(?:\r\n|[\n\r\x{85}\x{2028}\x{2029}])?\z"
 
 
-def java_regex(pattern: str) -> str:
+def java_regex(pattern: str, *, final_break: bool = False) -> str:
     """A Java regex rewritten for Rust's engine with Java's meaning.
+
+    Java's ``$`` also matches before a line break that ends the text. With ``final_break`` the
+    rewritten ``$`` may consume that break, which keeps a match's existence and start exact (RLIKE,
+    REGEXP_COUNT, REGEXP_INSTR); otherwise ``$`` matches only at the very end.
 
     Raises:
         SqlExpressionError: a construct without a faithful Rust counterpart, or an invalid pattern.
@@ -51,11 +56,15 @@ def java_regex(pattern: str) -> str:
             depth -= 1
         elif char == "." and not depth and not dotall:
             char = _DOT
+        elif char == "$" and not depth and final_break:
+            char = _END
         out.append(char)
         k += 1
     rust = "".join(out)
-    if re.search(r"\(\?[a-zA-Z-]*s", pattern[1:]) or ("(?i" in pattern and not pattern.isascii()):
-        raise SqlExpressionError(f"regex {pattern!r}: inline flags other than a leading (?s) or ASCII (?i)")
+    flags = "".join(re.findall(r"\(\?([a-zA-Z-]*)[:)]", pattern[4:] if dotall else pattern))
+    if set(flags) - {"i"} or ("i" in flags and not pattern.isascii()):
+        # Java's (?m) and (?i) on non-ASCII letters mean something else in Rust
+        raise SqlExpressionError(f"regex {pattern!r}: only a leading (?s) and (?i) with ASCII text are supported")
     try:
         pl.Series([""]).str.contains(rust)
     except pl.exceptions.PolarsError as e:
@@ -115,12 +124,14 @@ def _groups(rust: str) -> int:
     return len(pl.select(pl.lit("").str.extract_groups(rust)).to_series().struct.fields)
 
 
-def _pattern(c: Compiler, node: exp.Expression | None, *, repeated: bool = False) -> str | None:
+def _pattern(
+    c: Compiler, node: exp.Expression | None, *, repeated: bool = False, final_break: bool = False
+) -> str | None:
     pattern = literal(c, node, "the regex")
     if pattern is None:
         return None
     try:
-        rust = java_regex(str(pattern))
+        rust = java_regex(str(pattern), final_break=final_break)
     except SqlExpressionError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
     if repeated and not str(pattern).startswith("^") and pl.Series([""]).str.contains(rust).item():
@@ -171,7 +182,7 @@ def _substr(c: Compiler, node: exp.RegexpSubstr) -> pl.Expr:
 
 def _count(c: Compiler, node: exp.RegexpCount) -> pl.Expr:
     c.allow_args(node, "this", "expression")
-    pattern = _pattern(c, node.args.get("expression"), repeated=True)
+    pattern = _pattern(c, node.args.get("expression"), repeated=True, final_break=True)
     if pattern is None:
         return pl.lit(None, dtype=pl.Int32)
     return text(c, node.this).str.count_matches(pattern).cast(pl.Int32)
@@ -179,7 +190,7 @@ def _count(c: Compiler, node: exp.RegexpCount) -> pl.Expr:
 
 def _instr(c: Compiler, node: exp.RegexpInstr) -> pl.Expr:
     c.allow_args(node, "this", "expression")
-    pattern = _pattern(c, node.args.get("expression"))
+    pattern = _pattern(c, node.args.get("expression"), final_break=True)
     value = text(c, node.this)
     if pattern is None:
         return pl.lit(None, dtype=pl.Int32)
@@ -193,7 +204,7 @@ def _instr(c: Compiler, node: exp.RegexpInstr) -> pl.Expr:
 
 def _rlike(c: Compiler, node: exp.RegexpLike) -> pl.Expr:
     c.allow_args(node, "this", "expression")
-    pattern = _pattern(c, node.args.get("expression"))
+    pattern = _pattern(c, node.args.get("expression"), final_break=True)
     return pl.lit(None, dtype=pl.Boolean) if pattern is None else text(c, node.this).str.contains(pattern)
 
 

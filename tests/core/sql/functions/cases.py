@@ -150,17 +150,24 @@ DATETIME = [
 ]  # fmt: skip
 
 REGEXES = ("'b'", "'^a'", "'[a-z]+'", "'\\\\d+'", "'\\\\w+'", "'\\\\s'", "'(.)(.)'", "'.'", "'x*'", "''",
-           "'\\\\p{Alpha}+'", "'(?i)ABC'", "'[^\\\\d-]'", "'b|(c)'")  # fmt: skip
+           "'\\\\p{Alpha}+'", "'(?i)ABC'", "'[^\\\\d-]'", "'b|(c)'",
+           "'x$'", "'[a-z]$'", "'\\\\s+$'", "'^.*$'")  # fmt: skip
 EMPTY_MATCHES = ("'x*'", "''")
 REGEX = [
     *expand(
-        "regexp_extract({x}, {p}, 0)", "regexp_like({x}, {p})", "rlike({x}, {p})", "regexp({x}, {p})",
-        "{x} RLIKE {p}", "regexp_substr({x}, {p})", "regexp_instr({x}, {p})",
+        "regexp_like({x}, {p})", "rlike({x}, {p})", "regexp({x}, {p})", "{x} RLIKE {p}", "regexp_instr({x}, {p})",
         x=("s", "t", "n", "NULL"), p=REGEXES,
     ),
     *expand(
-        "regexp_replace({x}, {p}, 'X')", "regexp_replace({x}, {p}, '')", "regexp_count({x}, {p})",
-        x=("s", "t", "n", "NULL"), p=tuple(p for p in REGEXES if p not in EMPTY_MATCHES),
+        "regexp_extract({x}, {p}, 0)", "regexp_substr({x}, {p})",
+        x=("s", "t", "n", "NULL"), p=tuple(p for p in REGEXES if "$" not in p),
+    ),
+    *expand(
+        "regexp_count({x}, {p})", x=("s", "t", "n", "NULL"), p=tuple(p for p in REGEXES if p not in EMPTY_MATCHES)
+    ),
+    *expand(
+        "regexp_replace({x}, {p}, 'X')", "regexp_replace({x}, {p}, '')",
+        x=("s", "t", "n", "NULL"), p=tuple(p for p in REGEXES if p not in EMPTY_MATCHES and "$" not in p),
     ),
     *expand(
         "regexp_extract({x}, '(\\\\d+)-(\\\\d+)', 2)", "regexp_extract({x}, '([a-z])(x)?', 2)",
