@@ -78,7 +78,7 @@ def _sign(c: Compiler, node: exp.Sign) -> pl.Expr:
     return number(c, node.this).sign()
 
 
-_INTEGER_DIGITS = {pl.Int8: 3, pl.Int16: 5, pl.Int32: 10, pl.Int64: 20}
+_INTEGER_DIGITS: dict[type[pl.DataType], int] = {pl.Int8: 3, pl.Int16: 5, pl.Int32: 10, pl.Int64: 20}
 
 
 def wider_decimal(dtypes: list[pl.DataType]) -> pl.DataType | None:

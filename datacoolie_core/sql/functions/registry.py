@@ -43,7 +43,7 @@ def arity(c: Compiler, node: exp.Expression, low: int, high: int | None = None) 
     given = args(node)
     top = low if high is None else high
     if not low <= len(given) <= top:
-        name = str(node.name).upper() if isinstance(node, exp.Anonymous) else node.sql_name()
+        name = str(node.name).upper() if isinstance(node, exp.Anonymous) else type(node).__name__.upper()
         count = str(low) if top == low else f"{low} to {top}"
         raise SqlExpressionError(f"{name} takes {count} arguments, got {len(given)} (in {c.text!r})")
     return given

@@ -7,7 +7,7 @@ the nearest double to a tie (``t + 0.5`` units) is rounded as the tie itself her
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import polars as pl
 from sqlglot import exp
@@ -18,7 +18,10 @@ from datacoolie_core.sql.parse import SqlExpressionError
 if TYPE_CHECKING:
     from datacoolie_core.sql.to_polars import Compiler
 
-_MODES = {False: "half_away_from_zero", True: "half_to_even"}
+_MODES: dict[bool, Literal["half_away_from_zero", "half_to_even"]] = {
+    False: "half_away_from_zero",
+    True: "half_to_even",
+}
 _MAX_PRECISION = 38
 _LONG = 2**63
 

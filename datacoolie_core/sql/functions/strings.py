@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from sqlglot import exp
@@ -167,7 +167,7 @@ def _contains(method: str) -> Handler:
 
 def _elt(c: Compiler, node: exp.Elt) -> pl.Expr:
     index = number(c, node.this, "INT")
-    chain = pl.when(index == 1).then(text(c, node.expressions[0]))
+    chain: Any = pl.when(index == 1).then(text(c, node.expressions[0]))
     for k, part in enumerate(node.expressions[1:], start=2):
         chain = chain.when(index == k).then(text(c, part))
     return chain.otherwise(pl.lit(None, dtype=pl.String))
