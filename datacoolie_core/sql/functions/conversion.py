@@ -54,7 +54,35 @@ def _bin(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     return _digits(cast(c, value, "BIGINT"), 2)
 
 
-NODES: dict[type[exp.Expression], Handler] = {exp.Hex: _hex}
+def spark_type_name(found: pl.DataType) -> str:
+    """Spark's name for the type whose Polars image is ``found`` (what TYPEOF prints)."""
+    if isinstance(found, pl.Decimal):
+        return f"decimal({found.precision},{found.scale})"
+    if isinstance(found, pl.Datetime):
+        return "timestamp" if found.time_zone else "timestamp_ntz"
+    for polars_type, name in _TYPE_NAMES.items():
+        if found == polars_type:
+            return name
+    raise SqlExpressionError(f"no Spark type for {found}")
+
+
+_TYPE_NAMES: dict[pl.DataType, str] = {
+    pl.Int8(): "tinyint", pl.Int16(): "smallint", pl.Int32(): "int", pl.Int64(): "bigint", pl.Float32(): "float",
+    pl.Float64(): "double", pl.String(): "string", pl.Boolean(): "boolean", pl.Date(): "date", pl.Null(): "void",
+}  # fmt: skip
+
+
+def _typeof(c: Compiler, node: exp.Typeof) -> pl.Expr:
+    found = c.dtype(node.this)
+    if found is None:
+        return pl.lit("", dtype=pl.String)  # validation without a schema: the type is known when it runs
+    try:
+        return pl.lit(spark_type_name(found), dtype=pl.String)
+    except SqlExpressionError as e:
+        raise SqlExpressionError(f"{e} (in {c.text!r})") from None
+
+
+NODES: dict[type[exp.Expression], Handler] = {exp.Hex: _hex, exp.Typeof: _typeof}
 NAMES: dict[str, Handler] = {
     "BIGINT": _cast_to("BIGINT"),
     "SMALLINT": _cast_to("SMALLINT"),
@@ -64,4 +92,4 @@ NAMES: dict[str, Handler] = {
 }
 # INT, DOUBLE, FLOAT, STRING, BOOLEAN, DATE and TIMESTAMP reach the compiler as CAST nodes
 SUPPORTED = ("BIGINT", "BIN", "BOOLEAN", "DATE", "DECIMAL", "DOUBLE", "FLOAT", "HEX", "INT", "SMALLINT", "STRING",
-             "TIMESTAMP", "TINYINT")  # fmt: skip
+             "TIMESTAMP", "TINYINT", "TYPEOF")  # fmt: skip

@@ -200,6 +200,7 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.TimestampTrunc: _date_trunc,
     exp.CurrentTimestamp: lambda c, n: pl.lit(c.now, dtype=pl.Datetime("us", "UTC")),
     exp.CurrentDate: lambda c, n: pl.lit(c.now.date(), dtype=pl.Date),
+    exp.CurrentTimezone: lambda c, n: pl.lit("UTC", dtype=pl.String),  # the session time zone
     exp.UnixDate: lambda c, n: strict(c, n.this, pl.Date(), "DATE").cast(pl.Int32),
     exp.DateFromUnixDate: lambda c, n: number(c, n.this, "INT").cast(pl.Date),
     **timestamps.NODES,
@@ -212,7 +213,7 @@ NAMES: dict[str, Handler] = {
     "MAKE_DATE": _make_date,
     **timestamps.NAMES,
 }
-SUPPORTED = ("ADD_MONTHS", "CURDATE", "CURRENT_DATE", "CURRENT_TIMESTAMP", "DATE_ADD", "DATE_DIFF", "DATE_FROM_UNIX_DATE",
+SUPPORTED = ("ADD_MONTHS", "CURDATE", "CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIMEZONE", "DATE_ADD", "DATE_DIFF", "DATE_FROM_UNIX_DATE",
              "DATE_PART", "DATE_SUB", "DATE_TRUNC", "DATEADD", "DATEDIFF", "DATEPART", "DAY", "DAYOFMONTH",
              "DAYOFWEEK", "DAYOFYEAR", "EXTRACT", "HOUR", "LAST_DAY", "MAKE_DATE", "MINUTE", "MONTH",
              "MONTHS_BETWEEN", "NEXT_DAY", "NOW", "QUARTER", "SECOND", "TRUNC", "UNIX_DATE", "WEEKDAY", "WEEKOFYEAR",

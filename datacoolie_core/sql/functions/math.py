@@ -124,7 +124,30 @@ def _signed(c: Compiler, node: exp.Expression, negate: bool) -> pl.Expr:
     found = dtype(c, value)
     if found is not None and not found.is_numeric():
         value = exp.Cast(this=value.copy(), to=exp.DataType.build("DOUBLE"))  # Spark casts strings to DOUBLE
-    return c.compile(exp.Neg(this=exp.Paren(this=value.copy()))) if negate else c.compile(value)
+    return c.compile(exp.Neg(this=value.copy())) if negate else c.compile(value)
+
+
+def _checked(operator: type[exp.Expression]) -> Handler:
+    """TRY_ADD/TRY_SUBTRACT/TRY_MULTIPLY: the operator, NULL where Spark's integer result would overflow."""
+
+    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
+        left, right = node.this, node.args["expression"]
+        spelled = operator(this=left.copy(), expression=right.copy())
+        result = c.compile(spelled)
+        found = dtype(c, spelled)
+        if found is None or not found.is_integer():
+            return result  # without ANSI, the other types already give NULL where TRY_ does
+        exact = _EXACT[operator](c.compile(left).cast(pl.Int128), c.compile(right).cast(pl.Int128))
+        return pl.when(exact == result.cast(pl.Int128)).then(result).otherwise(None)
+
+    return handler
+
+
+_EXACT: dict[type[exp.Expression], Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
+    exp.Add: lambda a, b: a + b,
+    exp.Sub: lambda a, b: a - b,
+    exp.Mul: lambda a, b: a * b,
+}
 
 
 def _factorial(c: Compiler, node: exp.Factorial) -> pl.Expr:
@@ -181,6 +204,9 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.Pi: lambda c, n: pl.lit(math.pi, dtype=pl.Float64),
     exp.Factorial: _factorial,
     exp.BitwiseCount: _bit_count,
+    exp.SafeAdd: _checked(exp.Add),
+    exp.SafeSubtract: _checked(exp.Sub),
+    exp.SafeMultiply: _checked(exp.Mul),
     exp.SafeDivide: lambda c, n: c.compile(exp.Div(this=n.this.copy(), expression=n.args["expression"].copy())),
     **rounding.NODES,
 }
@@ -195,5 +221,6 @@ NAMES: dict[str, Handler] = {
 SUPPORTED = ("ABS", "ACOS", "ACOSH", "ASIN", "ASINH", "ATAN", "ATAN2", "ATANH", "BIT_COUNT", "CBRT", "COS", "COSH",
              "COT", "CSC", "DEGREES", "E", "EXP", "EXPM1", "FACTORIAL", "GREATEST", "HYPOT", "LEAST", "LN", "LOG",
              "LOG10", "LOG1P", "LOG2", "NEGATIVE", "PI", "POSITIVE", "POW", "POWER", "RADIANS",
-             "SEC", "SIGN", "SIGNUM", "SIN", "SINH", "SQRT", "TAN", "TANH", "TRY_DIVIDE",
+             "SEC", "SIGN", "SIGNUM", "SIN", "SINH", "SQRT", "TAN", "TANH", "TRY_ADD", "TRY_DIVIDE",
+             "TRY_MULTIPLY", "TRY_SUBTRACT",
              *rounding.SUPPORTED)  # fmt: skip

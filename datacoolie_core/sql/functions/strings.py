@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from datacoolie_core.sql.functions import substrings
 from datacoolie_core.sql.functions.registry import Handler, arity, literal, number, text
+from datacoolie_core.sql.parse import SqlExpressionError
 
 if TYPE_CHECKING:
     from datacoolie_core.sql.to_polars import Compiler
@@ -173,6 +174,32 @@ def _elt(c: Compiler, node: exp.Elt) -> pl.Expr:
     return chain.otherwise(pl.lit(None, dtype=pl.String))
 
 
+# MASK's classes: Java's Character.isUpperCase / isLowerCase / isDigit of each UTF-16 char; a character
+# outside the BMP is two surrogate chars of neither class, so it is masked as "other" twice
+_ASTRAL = r"[\x{10000}-\x{10FFFF}]"
+_MASK_CLASSES = (r"^\p{Uppercase}$", r"^\p{Lowercase}$", r"^\p{Nd}$")
+_MASK_DEFAULTS = ("X", "x", "n", None)
+
+
+def _mask(c: Compiler, node: exp.Anonymous) -> pl.Expr:
+    value, *given = arity(c, node, 1, 5)
+    chars = [literal(c, g, "MASK character") for g in given] + list(_MASK_DEFAULTS[len(given) :])
+    if any(ch is not None and len(str(ch)) != 1 for ch in chars):
+        raise SqlExpressionError(f"MASK characters must be single characters (in {c.text!r})")
+    char = pl.element()
+    chain: Any = pl
+    for cls, ch in zip(_MASK_CLASSES, chars, strict=False):
+        chain = chain.when(char.str.contains(cls) & ~char.str.contains(_ASTRAL))
+        chain = chain.then(pl.lit(str(ch)) if ch is not None else char)
+    other = chars[3]
+    if other is not None:
+        chain = chain.when(char.str.contains(_ASTRAL)).then(pl.lit(str(other) * 2)).otherwise(pl.lit(str(other)))
+    else:
+        chain = chain.otherwise(char)
+    # one decision per character, so a replacement is never masked again by another class
+    return text(c, value).str.split("").list.eval(chain).list.join("")
+
+
 NODES: dict[type[exp.Expression], Handler] = {
     exp.Upper: lambda c, n: _arg(c, n).str.to_uppercase(),
     exp.Lower: lambda c, n: _arg(c, n).str.to_lowercase(),
@@ -200,10 +227,11 @@ NODES: dict[type[exp.Expression], Handler] = {
 }
 NAMES: dict[str, Handler] = {
     "BTRIM": _btrim,
+    "MASK": _mask,
     "OCTET_LENGTH": lambda c, n: _length("bytes")(c, exp.Length(this=arity(c, n, 1)[0].copy())),
     **substrings.NAMES,
 }
 SUPPORTED = ("BASE64", "BIT_LENGTH", "BTRIM", "CHAR", "CHAR_LENGTH", "CHARACTER_LENGTH", "CHR", "CONCAT",
              "CONCAT_WS", "CONTAINS", "ELT", "ENDSWITH", "INITCAP", "LCASE", "LEFT", "LEN", "LENGTH", "LOWER",
-             "LPAD", "LTRIM", "OCTET_LENGTH", "REPEAT", "REPLACE", "REVERSE", "RIGHT", "RPAD", "RTRIM", "SPACE",
+             "LPAD", "LTRIM", "MASK", "OCTET_LENGTH", "REPEAT", "REPLACE", "REVERSE", "RIGHT", "RPAD", "RTRIM", "SPACE",
              "STARTSWITH", "TRANSLATE", "TRIM", "UCASE", "UPPER", *substrings.SUPPORTED)  # fmt: skip
