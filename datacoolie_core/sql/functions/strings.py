@@ -178,14 +178,21 @@ def _elt(c: Compiler, node: exp.Elt) -> pl.Expr:
 # outside the BMP is two surrogate chars of neither class, so it is masked as "other" twice
 _ASTRAL = r"[\x{10000}-\x{10FFFF}]"
 _MASK_CLASSES = (r"^\p{Uppercase}$", r"^\p{Lowercase}$", r"^\p{Nd}$")
+_BMP = r"--[\x{10000}-\x{10FFFF}]"
+_MASK_RUNS = (rf"[\p{{Uppercase}}{_BMP}]", rf"[\p{{Lowercase}}{_BMP}]", rf"[\p{{Nd}}{_BMP}]",
+              r"[^\p{Uppercase}\p{Lowercase}\p{Nd}\x{10000}-\x{10FFFF}]")  # fmt: skip
 _MASK_DEFAULTS = ("X", "x", "n", None)
 
 
 def _mask(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     value, *given = arity(c, node, 1, 5)
     chars = [literal(c, g, "MASK character") for g in given] + list(_MASK_DEFAULTS[len(given) :])
-    if any(ch is not None and len(str(ch)) != 1 for ch in chars):
-        raise SqlExpressionError(f"MASK characters must be single characters (in {c.text!r})")
+    if any(ch is not None and (len(str(ch)) != 1 or ord(str(ch)) > 0xFFFF) for ch in chars):
+        # Spark keeps one UTF-16 unit of a character outside the BMP, a broken '?'
+        raise SqlExpressionError(f"MASK characters must be single characters of the BMP (in {c.text!r})")
+    fast = _mask_in_passes(text(c, value), chars)
+    if fast is not None:
+        return fast
     char = pl.element()
     chain: Any = pl
     for cls, ch in zip(_MASK_CLASSES, chars, strict=False):
@@ -198,6 +205,20 @@ def _mask(c: Compiler, node: exp.Anonymous) -> pl.Expr:
         chain = chain.otherwise(char)
     # one decision per character, so a replacement is never masked again by another class
     return text(c, value).str.split("").list.eval(chain).list.join("")
+
+
+def _mask_in_passes(value: pl.Expr, chars: list[Any]) -> pl.Expr | None:
+    """MASK as one regex replacement per class (fast), when no replacement is masked by a later pass."""
+    passes = [(run, str(ch)) for run, ch in zip(_MASK_RUNS, chars, strict=True) if ch is not None]
+    for k, (_, ch) in enumerate(passes):
+        masked_again = any(pl.Series([ch]).str.contains(run).item() for run, _ in passes[k + 1 :])
+        if masked_again or ch == "$":
+            return None
+    for run, ch in passes:
+        value = value.str.replace_all(run, ch)
+    if chars[3] is not None:
+        value = value.str.replace_all(_ASTRAL, str(chars[3]) * 2)
+    return value
 
 
 NODES: dict[type[exp.Expression], Handler] = {

@@ -38,7 +38,7 @@ STRINGS = [
         "endswith({x}, t)", "contains({x}, t)", "concat({x}, '-', t)", "concat({x})", "concat({x}, i, dt)",
         "concat_ws('-', {x}, t, NULL)", "concat_ws('', {x})", "concat_ws(NULL, {x})", "concat_ws('/', {x}, i)",
         "elt(j, {x}, 'two')", "elt(2, 'one', {x})", "mask({x})", "mask({x}, 'U', NULL, '#', '*')",
-        "mask({x}, 'a', 'B')", "mask({x}, NULL, NULL, NULL, '.')", "ltrim('ab', {x})", "rtrim('c ', {x})",
+        "mask({x}, 'a', 'B')", "mask({x}, NULL, NULL, NULL, '.')", "mask({x}, '$', 'ü', '#', 'x')", "ltrim('ab', {x})", "rtrim('c ', {x})",
         x=TEXT,
     ),
     "concat_ws('-')", "char(65)", "chr(i)", "chr(l)", "chr(233)", "chr(-1)", "chr(256)", "chr(0)",
