@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import timestamps
+from datacoolie_core.sql.functions import intervals, timestamps
 from datacoolie_core.sql.functions.registry import Handler, arity, cast, dtype, literal, number
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -109,7 +109,7 @@ def _date_add(c: Compiler, node: exp.Expression) -> pl.Expr:
 
 def _date_diff(c: Compiler, node: exp.DateDiff) -> pl.Expr:
     if node.args.get("unit") is not None:
-        raise SqlExpressionError(f"DATEDIFF with a unit is not supported; use DATEDIFF(end, start) (in {c.text!r})")
+        return intervals.timestamp_diff(c, node)  # DATEDIFF(unit, start, end) is TIMESTAMPDIFF
     return (as_date(c, node.this) - as_date(c, node.args["expression"])).dt.total_days().cast(pl.Int32)
 
 
@@ -204,6 +204,7 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.UnixDate: lambda c, n: strict(c, n.this, pl.Date(), "DATE").cast(pl.Int32),
     exp.DateFromUnixDate: lambda c, n: number(c, n.this, "INT").cast(pl.Date),
     **timestamps.NODES,
+    **intervals.NODES,
 }
 NAMES: dict[str, Handler] = {
     "NOW": lambda c, n: pl.lit(c.now, dtype=pl.Datetime("us", "UTC")),
@@ -217,4 +218,4 @@ SUPPORTED = ("ADD_MONTHS", "CURDATE", "CURRENT_DATE", "CURRENT_TIMESTAMP", "CURR
              "DATE_PART", "DATE_SUB", "DATE_TRUNC", "DATEADD", "DATEDIFF", "DATEPART", "DAY", "DAYOFMONTH",
              "DAYOFWEEK", "DAYOFYEAR", "EXTRACT", "HOUR", "LAST_DAY", "MAKE_DATE", "MINUTE", "MONTH",
              "MONTHS_BETWEEN", "NEXT_DAY", "NOW", "QUARTER", "SECOND", "TRUNC", "UNIX_DATE", "WEEKDAY", "WEEKOFYEAR",
-             "YEAR", *timestamps.SUPPORTED)  # fmt: skip
+             "YEAR", *timestamps.SUPPORTED, *intervals.SUPPORTED)  # fmt: skip

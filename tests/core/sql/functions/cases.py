@@ -135,6 +135,12 @@ DATETIME = [
         "to_utc_timestamp({x}, 'America/New_York')", "to_utc_timestamp({x}, 'UTC')",
         x=STAMPS,
     ),
+    *expand(
+        "timestampadd({u}, 1, {x})", "dateadd({u}, -40, {x})", "timestampadd({u}, j, {x})",
+        "timestampdiff({u}, {x}, TIMESTAMP'2024-03-31 01:30:00')", "timestampdiff({u}, TIMESTAMP'2023-01-31 12:00:00', {x})",
+        "datediff({u}, {x}, TIMESTAMP'2024-02-29 23:00:00')", "date_diff({u}, DATE'2024-01-31', {x})",
+        x=("ts", "dt", "tn", "NULL"), u=("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"),
+    ),
     *expand("date_format({x}, {p})", x=("ts", "dt", "tn", "NULL"), p=PATTERNS),
     *expand(
         "to_date({x}, {p})", "to_timestamp({x}, {p})", "unix_timestamp({x}, {p})", x=("n", "s"), p=PATTERNS
