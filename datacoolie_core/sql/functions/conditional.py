@@ -84,7 +84,23 @@ def _null_test(negate: bool) -> Handler:
     return handler
 
 
+def _decode(c: Compiler, node: exp.DecodeCase) -> pl.Expr:
+    # DECODE(x, search1, result1, ..., default): a CASE of null-safe equalities (NULL finds NULL)
+    subject, *rest = node.expressions
+    pairs, default = rest[: len(rest) // 2 * 2], rest[-1] if len(rest) % 2 else None
+    if not pairs:
+        raise SqlExpressionError(f"DECODE needs a search value and a result (in {c.text!r})")
+    ifs = [
+        exp.If(this=exp.NullSafeEQ(this=subject.copy(), expression=search.copy()), true=result.copy())
+        for search, result in zip(pairs[::2], pairs[1::2], strict=True)
+    ]
+    # without a default Spark adds a NULL of type STRING, which makes the result a string
+    otherwise = default.copy() if default is not None else exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING"))
+    return c.compile(exp.Case(ifs=ifs, default=otherwise))
+
+
 NODES: dict[type[exp.Expression], Handler] = {
+    exp.DecodeCase: _decode,
     exp.Coalesce: _coalesce,
     exp.Nullif: _nullif,
     exp.Nvl2: _nvl2,
@@ -93,4 +109,16 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.EqualNull: lambda c, n: c.compile(exp.NullSafeEQ(this=n.this.copy(), expression=n.args["expression"].copy())),
 }
 NAMES: dict[str, Handler] = {"ISNULL": _null_test(negate=False), "ISNOTNULL": _null_test(negate=True)}
-SUPPORTED = ("COALESCE", "EQUAL_NULL", "IFNULL", "ISNAN", "ISNOTNULL", "ISNULL", "NANVL", "NULLIF", "NVL", "NVL2")
+SUPPORTED = (
+    "COALESCE",
+    "DECODE",
+    "EQUAL_NULL",
+    "IFNULL",
+    "ISNAN",
+    "ISNOTNULL",
+    "ISNULL",
+    "NANVL",
+    "NULLIF",
+    "NVL",
+    "NVL2",
+)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import rounding
+from datacoolie_core.sql.functions import bits, rounding
 from datacoolie_core.sql.functions.registry import Handler, arity, dtype, expr_dtype, number
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -150,6 +150,30 @@ _EXACT: dict[type[exp.Expression], Callable[[pl.Expr, pl.Expr], pl.Expr]] = {
 }
 
 
+def _width_bucket(c: Compiler, node: exp.WidthBucket) -> pl.Expr:
+    value, low, high = (number(c, node.args[k]) for k in ("this", "min_value", "max_value"))
+    buckets = number(c, node.args["num_buckets"], "BIGINT")
+    lower, upper = pl.min_horizontal(low, high), pl.max_horizontal(low, high)
+    count = buckets.cast(pl.Float64)
+    ascending = (
+        pl.when(value < lower).then(0)
+        .when(value >= upper).then(buckets + 1)
+        .otherwise((count * (value - lower) / (upper - lower)).cast(pl.Int64, strict=False) + 1)
+    )  # fmt: skip
+    descending = (
+        pl.when(value > upper).then(0)
+        .when(value <= lower).then(buckets + 1)
+        .otherwise((count * (upper - value) / (upper - lower)).cast(pl.Int64, strict=False) + 1)
+    )  # fmt: skip
+    # Spark gives NULL for a degenerate range or bucket count, NaN and infinite bounds
+    invalid = (
+        pl.any_horizontal(value.is_null(), low.is_null(), high.is_null(), buckets.is_null()) | (buckets <= 0) | (buckets == 2**63 - 1) | value.is_nan() | low.is_nan() | high.is_nan()
+        | low.is_infinite() | high.is_infinite() | (low == high)
+    )  # fmt: skip
+    result = pl.when(low < high).then(ascending).otherwise(descending)
+    return pl.when(invalid).then(None).otherwise(result).cast(pl.Int64)
+
+
 def _factorial(c: Compiler, node: exp.Factorial) -> pl.Expr:
     value = number(c, node.this, "INT")
     return value.replace_strict(_FACTORIALS, default=None, return_dtype=pl.Int64)
@@ -208,7 +232,9 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.SafeSubtract: _checked(exp.Sub),
     exp.SafeMultiply: _checked(exp.Mul),
     exp.SafeDivide: lambda c, n: c.compile(exp.Div(this=n.this.copy(), expression=n.args["expression"].copy())),
+    exp.WidthBucket: _width_bucket,
     **rounding.NODES,
+    **bits.NODES,
 }
 NAMES: dict[str, Handler] = {
     "E": lambda c, n: pl.lit(math.e, dtype=pl.Float64),
@@ -217,10 +243,11 @@ NAMES: dict[str, Handler] = {
     "HYPOT": _hypot,
     "POSITIVE": lambda c, n: _signed(c, n, negate=False),
     **rounding.NAMES,
+    **bits.NAMES,
 }
 SUPPORTED = ("ABS", "ACOS", "ACOSH", "ASIN", "ASINH", "ATAN", "ATAN2", "ATANH", "BIT_COUNT", "CBRT", "COS", "COSH",
              "COT", "CSC", "DEGREES", "E", "EXP", "EXPM1", "FACTORIAL", "GREATEST", "HYPOT", "LEAST", "LN", "LOG",
              "LOG10", "LOG1P", "LOG2", "NEGATIVE", "PI", "POSITIVE", "POW", "POWER", "RADIANS",
              "SEC", "SIGN", "SIGNUM", "SIN", "SINH", "SQRT", "TAN", "TANH", "TRY_ADD", "TRY_DIVIDE",
-             "TRY_MULTIPLY", "TRY_SUBTRACT",
+             "TRY_MULTIPLY", "TRY_SUBTRACT", "WIDTH_BUCKET", *bits.SUPPORTED,
              *rounding.SUPPORTED)  # fmt: skip

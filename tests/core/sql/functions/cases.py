@@ -78,6 +78,16 @@ MATH = [
         "try_add({x}, {y})", "try_subtract({x}, {y})", "try_multiply({x}, {y})",
         x=("i", "l", "d", "m", "2147483647", "NULL"), y=("j", "l", "1", "-2147483648", "1.5", "NULL"),
     ),
+    *expand(
+        "shiftleft({x}, {y})", "shiftright({x}, {y})", "shiftrightunsigned({x}, {y})",
+        x=("i", "j", "l", "-5", "NULL", "CAST(7 AS TINYINT)"), y=("1", "0", "31", "33", "65", "-1", "j", "NULL"),
+    ),
+    *expand("bit_get({x}, 0)", "getbit({x}, 31)", "bit_get({x}, 5)", x=("i", "j", "l", "-1", "NULL")),
+    *expand(
+        "width_bucket({x}, 0, 10, 5)", "width_bucket({x}, 10.6D, 0.2D, 3)", "width_bucket({x}, -5, 5, j)",
+        "width_bucket(5.3D, {x}, 10.6D, 5)", "width_bucket(2, 0, {x}, 4)",
+        x=(*NUMBER, "e", "1e300D"),
+    ),
     *expand("typeof({x})", x=(*NUMBER, "s", "b", "dt", "ts", "tn", "i + l", "m * m", "1.5")),
     "current_timezone()",
     *expand("mod({x}, 3)", "pmod({x}, -3)", "pmod({x}, 0)", "mod(7, {x})", x=INTEGER),
@@ -100,6 +110,12 @@ CONDITIONAL = [
         "nullif({x}, {y})", "nvl2({x}, {y}, NULL)", "equal_null({x}, {y})", x=NUMBER, y=("i", "d", "m", "NULL", "0")
     ),
     *expand("nullif({x}, {x})", "equal_null({x}, {x})", x=("s", "b", "dt", "ts", "NULL")),
+    *expand(
+        "decode({x}, 1, 'one', 2.5D, 'two', 'other')", "decode({x}, NULL, 'null')", "decode({x}, 0, 0, 1.5, 1)",
+        "decode({x}, 'abc', 1L, 2)", x=(*NUMBER, "s"),
+    ),
+    "decode(NULL, NULL, 'x', 'y')", "decode(1, 1L, 2.5, 'z')", "decode(i, 1, 2, 3)", "decode(i, 1, 2)",
+    "decode(i, 1, true, false)", "decode(i, 1, DATE'2024-01-01')",
     *expand(
         "isnull({x})", "isnotnull({x})", "isnan({x})", "nanvl({x}, e)", "nanvl(e, {x})", "coalesce({x})",
         "coalesce(NULL, {x}, 1)", "nvl2({x}, 'y', 'n')",
