@@ -170,10 +170,7 @@ def _date_trunc(c: Compiler, node: exp.TimestampTrunc) -> pl.Expr:
 
 def _make_date(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     year, month, day = (number(c, a, "INT") for a in arity(c, node, 3))
-    parts = [year.cast(pl.String).str.zfill(4), month.cast(pl.String).str.zfill(2), day.cast(pl.String).str.zfill(2)]
-    text = pl.concat_str(parts, separator="-")
-    valid = (year >= 1) & (year <= 9999) & text.str.contains(r"^\d{4}-\d{2}-\d{2}$")
-    return pl.when(valid).then(text.str.to_date("%Y-%m-%d", strict=False)).otherwise(pl.lit(None, dtype=pl.Date))
+    return timestamps.make_date(year, month, day)
 
 
 NODES: dict[type[exp.Expression], Handler] = {

@@ -7,13 +7,15 @@ them: a month is complete only when the end's day and time of day reach the star
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.sql.functions.registry import Handler, dtype, number
-from datacoolie_core.sql.functions.timestamps import as_timestamp
+from datacoolie_core.sql.functions.rounding import round_double
+from datacoolie_core.sql.functions.timestamps import as_timestamp, local_to_utc, make_date, zone_name
 from datacoolie_core.sql.parse import SqlExpressionError
 
 if TYPE_CHECKING:
@@ -76,9 +78,40 @@ def timestamp_diff(c: Compiler, node: exp.Expression) -> pl.Expr:
     return (slots[1] - slots[0]).truncdiv(32).truncdiv(_MONTHS[unit])
 
 
+def _make_timestamp(c: Compiler, node: exp.TimestampFromParts) -> pl.Expr:
+    """MAKE_TIMESTAMP(y, mo, d, h, mi, sec[, zone]): NULL for an invalid field (ANSI off)."""
+    keys = ("year", "month", "day", "hour", "min", "sec")
+    if any(node.args.get(k) is None for k in keys):
+        raise SqlExpressionError(f"MAKE_TIMESTAMP takes 6 or 7 arguments (in {c.text!r})")
+    year, month, day, hour, minute = (number(c, node.args[k], "INT") for k in keys[:5])
+    micros = _micros(c, node.args["sec"])
+    # seconds may be 60 (exactly): the next minute, as Spark allows
+    valid = (hour.is_between(0, 23)) & (minute.is_between(0, 59)) & (micros.is_between(0, 60_000_000))
+    day_start = make_date(year, month, day).cast(pl.Datetime("us"))
+    wall = day_start + pl.duration(hours=hour, minutes=minute, microseconds=micros)
+    zone = node.args.get("nano")  # sqlglot keeps the 7th argument (the time zone) under this key
+    stamp = wall.dt.replace_time_zone("UTC") if zone is None else local_to_utc(wall, zone_name(c, zone))
+    return pl.when(valid).then(stamp).otherwise(pl.lit(None, dtype=pl.Datetime("us", "UTC")))
+
+
+def _micros(c: Compiler, node: exp.Expression) -> pl.Expr:
+    # Spark reads the seconds as DECIMAL(8,6): round half up to whole microseconds
+    found = dtype(c, node)
+    if isinstance(found, pl.Decimal):
+        scaled = c.compile(node) * pl.lit(Decimal(1_000_000))
+        return scaled.round(0, mode="half_away_from_zero").cast(pl.Int64, strict=False)
+    if found is not None and found.is_integer():
+        return c.compile(node).cast(pl.Int64) * 1_000_000
+    return round_double(number(c, node) * 1_000_000.0, 0, even=False).cast(pl.Int64, strict=False)
+
+
 def _month_number(stamp: pl.Expr) -> pl.Expr:
     return stamp.dt.year().cast(pl.Int64) * 12 + stamp.dt.month().cast(pl.Int64)
 
 
-NODES: dict[type[exp.Expression], Handler] = {exp.TimestampAdd: _add, exp.TimestampDiff: timestamp_diff}
-SUPPORTED = ("TIMESTAMPADD", "TIMESTAMPDIFF")
+NODES: dict[type[exp.Expression], Handler] = {
+    exp.TimestampAdd: _add,
+    exp.TimestampDiff: timestamp_diff,
+    exp.TimestampFromParts: _make_timestamp,
+}
+SUPPORTED = ("MAKE_TIMESTAMP", "TIMESTAMPADD", "TIMESTAMPDIFF")

@@ -43,8 +43,11 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "EEEE": ("%A", r"[A-Za-z]+"),
     "DDD": ("%j", r"\d{3}"),
 }
+# zone fields print constants: the session time zone is UTC (Java prints 'Z' for a zero offset)
+_ZONES = {"X": "Z", "XX": "Z", "XXX": "Z", "x": "+00", "xx": "+0000", "xxx": "+00:00", "Z": "+0000", "ZZ": "+0000",
+          "ZZZ": "+0000", "ZZZZZ": "Z", "z": "UTC", "VV": "UTC", "O": "GMT"}  # fmt: skip
 _TOKEN = re.compile(r"'[^']*'|([A-Za-z])\1*|.", re.DOTALL)
-SUPPORTED_LETTERS = ", ".join(sorted(_FIELDS))
+SUPPORTED_LETTERS = ", ".join(sorted([*_FIELDS, *_ZONES]))
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,7 @@ class Pattern:
     chrono: str
     regex: str
     has_time: bool
+    has_zone: bool = False
 
 
 def java_pattern(node: exp.Expression, key: str = "format") -> str | None:
@@ -75,13 +79,17 @@ def translate(java: str) -> Pattern:
     Raises:
         SqlExpressionError: a pattern letter (or width) without an exact chrono counterpart.
     """
-    chrono, regex, has_time = [], [], False
+    chrono, regex, has_time, has_zone = [], [], False, False
     for match in _TOKEN.finditer(java):
         token = match.group(0)
         if token.startswith("'"):
             literal = token[1:-1] if token != "''" else "'"
             chrono.append(literal.replace("%", "%%"))
             regex.append(re.escape(literal))
+        elif token in _ZONES:
+            chrono.append(_ZONES[token])
+            regex.append(re.escape(_ZONES[token]))
+            has_zone = True
         elif token[0].isalpha():
             if token not in _FIELDS:
                 raise SqlExpressionError(
@@ -93,4 +101,4 @@ def translate(java: str) -> Pattern:
         else:
             chrono.append(token.replace("%", "%%"))
             regex.append(re.escape(token))
-    return Pattern(java, "".join(chrono), "^" + "".join(regex) + "$", has_time)
+    return Pattern(java, "".join(chrono), "^" + "".join(regex) + "$", has_time, has_zone)

@@ -45,8 +45,9 @@ def _pattern(c: Compiler, node: exp.Expression, default: str | None = None) -> j
 
 def _parse_pattern(c: Compiler, node: exp.Expression, default: str | None = None) -> javatime.Pattern:
     pattern = _pattern(c, node, default)
-    if any(letter in pattern.java.replace("''", "") for letter in "ED"):
-        # Spark 3 refuses to parse with day-of-week or day-of-year fields (DATETIME_PATTERN_RECOGNITION)
+    if pattern.has_zone or any(letter in pattern.java.replace("''", "") for letter in "ED"):
+        # Spark 3 refuses to parse with day-of-week or day-of-year fields (DATETIME_PATTERN_RECOGNITION);
+        # zone fields would need offsets parsed, which are not supported
         raise SqlExpressionError(f"datetime pattern {pattern.java!r} cannot be used for parsing (in {c.text!r})")
     return pattern
 
@@ -121,7 +122,12 @@ def _to_epoch(per_second: int) -> Handler:
 
 
 def _zone(c: Compiler, node: exp.Expression) -> str:
-    zone = literal(c, node.args.get("zone"), "the time zone")
+    return zone_name(c, node.args.get("zone"))
+
+
+def zone_name(c: Compiler, node: exp.Expression | None) -> str:
+    """A literal time zone argument, checked to be a region name Polars knows."""
+    zone = literal(c, node, "the time zone")
     try:
         zoneinfo.ZoneInfo(str(zone))
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -137,12 +143,23 @@ def _from_utc(c: Compiler, node: exp.AtTimeZone) -> pl.Expr:
 
 
 def _to_utc(c: Compiler, node: exp.FromTimeZone) -> pl.Expr:
-    zone = _zone(c, node)
-    wall = as_timestamp(c, node.this).dt.replace_time_zone(None)
+    return local_to_utc(as_timestamp(c, node.this).dt.replace_time_zone(None), _zone(c, node))
+
+
+def local_to_utc(wall: pl.Expr, zone: str) -> pl.Expr:
+    """A naive wall-clock time in ``zone`` as a UTC instant, the way java.time resolves it."""
     local = wall.dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null")
     # a wall time in a DST gap moves forward by the gap, as java.time does
     shifted = (wall + pl.duration(hours=1)).dt.replace_time_zone(zone, ambiguous="earliest", non_existent="null")
     return pl.coalesce([local, shifted]).dt.convert_time_zone("UTC")
+
+
+def make_date(year: pl.Expr, month: pl.Expr, day: pl.Expr) -> pl.Expr:
+    """A DATE from its fields, NULL where they do not form a valid date (Spark, ANSI off)."""
+    parts = [year.cast(pl.String).str.zfill(4), month.cast(pl.String).str.zfill(2), day.cast(pl.String).str.zfill(2)]
+    text = pl.concat_str(parts, separator="-")
+    valid = (year >= 1) & (year <= 9999) & text.str.contains(r"^\d{4}-\d{2}-\d{2}$")
+    return pl.when(valid).then(text.str.to_date("%Y-%m-%d", strict=False)).otherwise(pl.lit(None, dtype=pl.Date))
 
 
 NODES: dict[type[exp.Expression], Handler] = {

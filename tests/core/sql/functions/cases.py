@@ -125,7 +125,9 @@ CONDITIONAL = [
 
 STAMPS = ("ts", "tn", "TIMESTAMP'2024-10-27 01:30:00'", "NULL")
 PATTERNS = ("'yyyy-MM-dd'", "'yyyy-MM-dd HH:mm:ss'", "'dd/MM/yy hh:mm a'", "'yyyyMMdd'", "'EEE, d MMM yyyy'",
-            "'EEEE MMMM DDD'", "'HH:mm:ss.SSS'", "'yyyy-MM-dd HH:mm:ss.SSSSSS'", "\"yyyy-MM-dd'T'HH:mm\"", "'M/d/yyyy H:m:s'")  # fmt: skip
+            "'EEEE MMMM DDD'", "'HH:mm:ss.SSS'", "'yyyy-MM-dd HH:mm:ss.SSSSSS'", "\"yyyy-MM-dd'T'HH:mm\"",
+            "'M/d/yyyy H:m:s'")  # fmt: skip
+ZONE_PATTERNS = ("\"yyyy-MM-dd'T'HH:mm:ss.SSSXXX\"", "'XX|X|xxx|xx|x|Z|ZZZZZ|z|VV|O'")  # formatting only
 DATETIME = [
     *expand(
         "year({x})", "quarter({x})", "month({x})", "day({x})", "dayofmonth({x})", "dayofweek({x})", "weekday({x})",
@@ -157,7 +159,7 @@ DATETIME = [
         "datediff({u}, {x}, TIMESTAMP'2024-02-29 23:00:00')", "date_diff({u}, DATE'2024-01-31', {x})",
         x=("ts", "dt", "tn", "NULL"), u=("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"),
     ),
-    *expand("date_format({x}, {p})", x=("ts", "dt", "tn", "NULL"), p=PATTERNS),
+    *expand("date_format({x}, {p})", x=("ts", "dt", "tn", "NULL"), p=(*PATTERNS, *ZONE_PATTERNS)),
     *expand(
         "to_date({x}, {p})", "to_timestamp({x}, {p})", "unix_timestamp({x}, {p})", x=("n", "s"), p=PATTERNS
     ),
@@ -172,6 +174,12 @@ DATETIME = [
         "timestamp_millis({x})", "timestamp_micros({x})",
         x=("i", "j", "0", "-1", "1700000000", "NULL"),
     ),
+    *expand(
+        "make_timestamp(2024, 2, 29, 13, 5, {x})", "make_timestamp(2024, 12, 31, 23, 59, {x})",
+        "make_timestamp(2024, 3, 31, 2, 30, {x}, 'Europe/Paris')", "make_timestamp(2024, 11, 3, 1, 30, {x}, 'America/New_York')",
+        x=("0", "59.5", "60", "60.5", "-1", "1.1234567", "d", "m", "j", "NULL"),
+    ),
+    "make_timestamp(2024, 2, 30, 1, 1, 1)", "make_timestamp(2024, 1, 1, 24, 0, 0)", "make_timestamp(2024, j, 1, j, j, 0)",
     "timestamp_seconds(d)", "timestamp_seconds(1.5D)", "make_date(2024, 2, 29)", "make_date(2023, 2, 29)",
     "make_date(2000 + j, 1, 1)", "make_date(2024, j, 1)", "make_date(2024, 1, j)", "make_date(NULL, 1, 1)",
     "unix_timestamp() > 0", "current_date() > DATE'2020-01-01'", "current_timestamp() > TIMESTAMP'2020-01-01 00:00:00'",
