@@ -1,10 +1,11 @@
 """The shape of a function handler, shared by the function families and the compiler.
 
 A handler compiles one sqlglot node to a Polars expression. It receives the :class:`Compiler`
-(``c.compile(node)``, ``c.arg(node, key)``, ``c.literal_int``/``c.literal_str``, ``c.dtype_of``,
-``c.temporal``, ``c.now``, ``c.text``) and the node. A family module exports ``NODES`` (handlers by
-sqlglot node type) and ``NAMES`` (handlers for functions sqlglot parses as ``exp.Anonymous``, by upper
-name), plus ``SUPPORTED`` (the Spark names it implements, for the docs and the error message).
+(``c.compile(node)``, ``c.dtype(node)``, ``c.now``, ``c.text``) and the node; the helpers below
+read arguments the way Spark does (:func:`text`, :func:`number`, :func:`literal`). A family module
+exports ``NODES`` (handlers by sqlglot node type) and ``NAMES`` (handlers for functions sqlglot
+parses as ``exp.Anonymous``, by upper name), plus ``SUPPORTED`` (the Spark names it implements, for
+the docs and the error message).
 
 Spark's implicit casts (a number given to a string function, a string given to a math function)
 are compiled as the compiler's own ``CAST`` (:func:`cast`), so they follow its Spark semantics.
@@ -113,8 +114,3 @@ def literal(c: Compiler, node: exp.Expression | None, what: str) -> Any:
 
 def _number(text: str) -> int | float:
     return float(text) if any(ch in text for ch in ".eE") else int(text)
-
-
-def wrap32(value: pl.Expr) -> pl.Expr:
-    """An Int64 expression wrapped to Int32 the way Java's ``(int)`` narrowing does."""
-    return (((value + 2**31) % 2**32) - 2**31).cast(pl.Int32)

@@ -48,7 +48,7 @@ def _position(c: Compiler, node: exp.StrPosition) -> pl.Expr:
     start = literal(c, node.args["position"], "LOCATE start") if node.args.get("position") else 1
     value = text(c, node.this)
     if start is None:
-        return pl.when(value.is_null()).then(pl.lit(0)).otherwise(pl.lit(0)).cast(pl.Int32)
+        return pl.lit(0, dtype=pl.Int32)  # Spark (like Hive): a NULL start gives 0, whatever the string
     if sub is None:
         return pl.lit(None, dtype=pl.Int32)
     start = int(start)
