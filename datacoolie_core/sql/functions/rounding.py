@@ -7,6 +7,7 @@ the nearest double to a tie (``t + 0.5`` units) is rounded as the tie itself her
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 import polars as pl
@@ -105,7 +106,7 @@ def _java_long(x: pl.Expr) -> pl.Expr:
 def _ceil_floor(name: str) -> Handler:
     def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
         if node.args.get("decimals") is not None:
-            raise SqlExpressionError(f"{name.upper()} with a scale is not supported (in {c.text!r})")
+            return _ceil_floor_to_scale(c, node, up=name == "ceil")
         found = dtype(c, node.this)
         if found is not None and found.is_integer():
             return c.compile(node.this).cast(pl.Int64)
@@ -116,6 +117,51 @@ def _ceil_floor(name: str) -> Handler:
         return _java_long(getattr(number(c, node.this), name)())
 
     return handler
+
+
+_DECIMAL_OF: dict[type[pl.DataType] | type[None], tuple[int, int]] = {
+    pl.Int8: (3, 0),
+    pl.Int16: (5, 0),
+    pl.Int32: (10, 0),
+    pl.Int64: (20, 0),
+    pl.Float64: (30, 15),
+}
+"""Spark's DECIMAL image of each numeric type (DecimalType.forType)."""
+
+
+def _ceil_floor_to_scale(c: Compiler, node: exp.Expression, *, up: bool) -> pl.Expr:
+    """CEIL/FLOOR(x, d): the value as Spark's DECIMAL of its type, rounded toward +/- infinity at d."""
+    scale = literal(c, node.args["decimals"], "the CEIL/FLOOR scale")
+    found = dtype(c, node.this)
+    if not isinstance(scale, int) or (found is not None and not found.is_numeric()):
+        raise SqlExpressionError(f"CEIL/FLOOR with a scale takes a number and an integer literal (in {c.text!r})")
+    if isinstance(found, pl.Decimal):
+        precision, digits = found.precision or _MAX_PRECISION, found.scale or 0
+    else:
+        precision, digits = _DECIMAL_OF.get(type(found), (_MAX_PRECISION, 0))
+    kept = min(digits, scale) if scale >= 0 else 0
+    integral = precision - digits + 1
+    target = pl.Decimal(min(integral + kept if scale >= 0 else max(integral, 1 - scale), _MAX_PRECISION), kept)
+    value = c.compile(node.this)
+    if found is not None and found.is_float():
+        unscaled = _double_unscaled(value.cast(pl.Float64))
+    elif isinstance(found, pl.Decimal):
+        unscaled = value.to_physical().cast(pl.Int128)
+    else:
+        unscaled = value.cast(pl.Int128)
+    unit = 10 ** (digits - (kept if scale >= 0 else scale))
+    whole = (unscaled + (unit - 1)) // unit if up else unscaled // unit
+    if scale < 0:
+        return (whole * 10 ** (-scale)).cast(pl.Decimal(_MAX_PRECISION, 0)).cast(target)
+    return (whole.cast(pl.Decimal(_MAX_PRECISION, 0)) * pl.lit(Decimal(1).scaleb(-kept))).cast(target)
+
+
+def _double_unscaled(x: pl.Expr) -> pl.Expr:
+    """A double as Spark's DECIMAL(30,15) of its printed form, unscaled (NULL when it does not fit)."""
+    # the shortest printed digits (as Java's Double.toString), read exactly, then rounded half up to 15
+    exact = x.cast(pl.String).str.to_decimal(scale=20).to_physical().cast(pl.Int128)
+    unscaled = _round_integer(exact, -5, 128, even=False) // 10**5
+    return pl.when(x.is_finite() & (x.abs() < 1e15)).then(unscaled).otherwise(None)
 
 
 NODES: dict[type[exp.Expression], Handler] = {

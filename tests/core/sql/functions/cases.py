@@ -73,6 +73,12 @@ MATH = [
         "rint({x})",
         x=(*NUMBER, "e", "j", "n"),
     ),
+    *expand(
+        "ceil({x}, {y})", "floor({x}, {y})",
+        x=("i", "l", "d", "m", "e", "1.1D", "0.1D", "-0.1D", "1e300D", "999999999999999.9D", "1.0000000000000002D",
+           "CAST(7 AS SMALLINT)", "1.25", "CAST(NULL AS DOUBLE)"),
+        y=("0", "1", "2", "-1", "-2", "16"),
+    ),
     *expand("try_divide({x}, 2)", "try_divide({x}, 0)", "try_divide(7, {x})", x=NUMBER),
     *expand(
         "try_add({x}, {y})", "try_subtract({x}, {y})", "try_multiply({x}, {y})",
