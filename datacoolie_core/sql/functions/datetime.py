@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import intervals, timestamps
+from datacoolie_core.sql.functions import intervals, timestamps, timezones
 from datacoolie_core.sql.functions.registry import Handler, arity, cast, dtype, literal, number
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -202,6 +202,7 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.DateFromUnixDate: lambda c, n: number(c, n.this, "INT").cast(pl.Date),
     **timestamps.NODES,
     **intervals.NODES,
+    **timezones.NODES,
 }
 NAMES: dict[str, Handler] = {
     "NOW": lambda c, n: pl.lit(c.now, dtype=pl.Datetime("us", "UTC")),
@@ -210,9 +211,11 @@ NAMES: dict[str, Handler] = {
     "DATEPART": _date_part,
     "MAKE_DATE": _make_date,
     **timestamps.NAMES,
+    **timezones.NAMES,
 }
 SUPPORTED = ("ADD_MONTHS", "CURDATE", "CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIMEZONE", "DATE_ADD", "DATE_DIFF", "DATE_FROM_UNIX_DATE",
              "DATE_PART", "DATE_SUB", "DATE_TRUNC", "DATEADD", "DATEDIFF", "DATEPART", "DAY", "DAYOFMONTH",
              "DAYOFWEEK", "DAYOFYEAR", "EXTRACT", "HOUR", "LAST_DAY", "MAKE_DATE", "MINUTE", "MONTH",
              "MONTHS_BETWEEN", "NEXT_DAY", "NOW", "QUARTER", "SECOND", "TRUNC", "UNIX_DATE", "WEEKDAY", "WEEKOFYEAR",
-             "YEAR", *timestamps.SUPPORTED, *intervals.SUPPORTED)  # fmt: skip
+             "YEAR", *timestamps.SUPPORTED, *intervals.SUPPORTED,
+             *timezones.SUPPORTED)  # fmt: skip

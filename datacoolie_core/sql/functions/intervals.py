@@ -78,7 +78,7 @@ def timestamp_diff(c: Compiler, node: exp.Expression) -> pl.Expr:
     return (slots[1] - slots[0]).truncdiv(32).truncdiv(_MONTHS[unit])
 
 
-def _make_timestamp(c: Compiler, node: exp.TimestampFromParts) -> pl.Expr:
+def make_timestamp(c: Compiler, node: exp.TimestampFromParts) -> pl.Expr:
     """MAKE_TIMESTAMP(y, mo, d, h, mi, sec[, zone]): NULL for an invalid field (ANSI off)."""
     keys = ("year", "month", "day", "hour", "min", "sec")
     if any(node.args.get(k) is None for k in keys):
@@ -112,6 +112,6 @@ def _month_number(stamp: pl.Expr) -> pl.Expr:
 NODES: dict[type[exp.Expression], Handler] = {
     exp.TimestampAdd: _add,
     exp.TimestampDiff: timestamp_diff,
-    exp.TimestampFromParts: _make_timestamp,
+    exp.TimestampFromParts: make_timestamp,
 }
 SUPPORTED = ("MAKE_TIMESTAMP", "TIMESTAMPADD", "TIMESTAMPDIFF")

@@ -44,7 +44,11 @@ def _pattern(c: Compiler, node: exp.Expression, default: str | None = None) -> j
 
 
 def _parse_pattern(c: Compiler, node: exp.Expression, default: str | None = None) -> javatime.Pattern:
-    pattern = _pattern(c, node, default)
+    return parsing_pattern(c, _pattern(c, node, default))
+
+
+def parsing_pattern(c: Compiler, pattern: javatime.Pattern) -> javatime.Pattern:
+    """``pattern``, checked to be one Spark (and we) can parse with."""
     if pattern.has_zone or any(letter in pattern.java.replace("''", "") for letter in "ED"):
         # Spark 3 refuses to parse with day-of-week or day-of-year fields (DATETIME_PATTERN_RECOGNITION);
         # zone fields would need offsets parsed, which are not supported
