@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import substrings
+from datacoolie_core.sql.functions import phonetic, substrings
 from datacoolie_core.sql.functions.registry import Handler, arity, literal, number, text
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -245,14 +245,17 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.Elt: _elt,
     exp.ToBase64: lambda c, n: _arg(c, n).str.encode("base64"),
     **substrings.NODES,
+    **phonetic.NODES,
 }
 NAMES: dict[str, Handler] = {
     "BTRIM": _btrim,
     "MASK": _mask,
     "OCTET_LENGTH": lambda c, n: _length("bytes")(c, exp.Length(this=arity(c, n, 1)[0].copy())),
     **substrings.NAMES,
+    **phonetic.NAMES,
 }
 SUPPORTED = ("BASE64", "BIT_LENGTH", "BTRIM", "CHAR", "CHAR_LENGTH", "CHARACTER_LENGTH", "CHR", "CONCAT",
              "CONCAT_WS", "CONTAINS", "ELT", "ENDSWITH", "INITCAP", "LCASE", "LEFT", "LEN", "LENGTH", "LOWER",
              "LPAD", "LTRIM", "MASK", "OCTET_LENGTH", "REPEAT", "REPLACE", "REVERSE", "RIGHT", "RPAD", "RTRIM", "SPACE",
-             "STARTSWITH", "TRANSLATE", "TRIM", "UCASE", "UPPER", *substrings.SUPPORTED)  # fmt: skip
+             "STARTSWITH", "TRANSLATE", "TRIM", "UCASE", "UPPER", *substrings.SUPPORTED,
+             *phonetic.SUPPORTED)  # fmt: skip

@@ -41,6 +41,11 @@ STRINGS = [
         "mask({x}, 'a', 'B')", "mask({x}, NULL, NULL, NULL, '.')", "mask({x}, '$', 'ü', '#', 'x')", "ltrim('ab', {x})", "rtrim('c ', {x})",
         x=TEXT,
     ),
+    *expand(
+        "soundex({x})", "luhn_check({x})",
+        x=(*TEXT, "'Robert'", "'Tymczak'", "'Pfister'", "'Ashcraft'", "'a'", "'1abc'", "'Ünï'", "'79927398713'",
+           "'7992 7398 713'", "'0'", "'٣'", "'Lloyd-Hwang'", "'bHw7b'", "i"),
+    ),
     "concat_ws('-')", "char(65)", "chr(i)", "chr(l)", "chr(233)", "chr(-1)", "chr(256)", "chr(0)",
     "space(3)", "space(j)", "space(-1)", "length(i)", "upper(b)",
 ]  # fmt: skip
