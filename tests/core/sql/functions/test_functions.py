@@ -110,6 +110,28 @@ def test_regex(sql: str, value: Any, dtype: pl.DataType) -> None:
 
 
 @pytest.mark.parametrize(
+    ("sql", "value", "dtype"),
+    [
+        ("try_add(2147483647, 1)", None, pl.Int32),  # NULL where + wraps
+        ("decode(2, 1, 'a', 2, 'b')", "b", pl.String),
+        ("decode(1, 1, 2)", "2", pl.String),  # no default: Spark's NULL default is a STRING
+        ("make_timestamp(2024, 12, 31, 23, 59, 60)", datetime(2025, 1, 1, tzinfo=UTC), pl.Datetime("us", "UTC")),
+        ("ceil(0.1D, 1)", Decimal("0.1"), pl.Decimal(17, 1)),
+        ("floor(-3.10BD, -1)", Decimal("-10"), pl.Decimal(2, 0)),
+        ("soundex('Tymczak')", "T522", pl.String),
+        ("timestampdiff(MONTH, TIMESTAMP'2024-01-31 10:00:00', TIMESTAMP'2024-02-29 09:00:00')", 0, pl.Int64),
+        ("shiftleft(1, 33)", 2, pl.Int32),  # Java masks the count
+        ("mask('AbC-123')", "XxX-nnn", pl.String),
+        ("typeof(1.5)", "decimal(2,1)", pl.String),
+        ("width_bucket(5.3D, 0.2D, 10.6D, 5)", 3, pl.Int64),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
+    assert evaluate(sql) == (value, dtype)
+
+
+@pytest.mark.parametrize(
     ("sql", "match"),
     [
         ("md5(x)", r"'MD5' is not supported .*docs/sql-functions\.md"),
