@@ -58,7 +58,17 @@ def _bit_get(c: Compiler, node: exp.Getbit) -> pl.Expr:
     return (value.cast(pl.Int128) % 2**bits // 2 ** int(position) % 2).cast(pl.Int8)
 
 
+def _not(c: Compiler, node: exp.BitwiseNot) -> pl.Expr:
+    # ~x is -1 - x in two's complement, in the argument's own integer type (no overflow possible)
+    found = dtype(c, node.this)
+    if found is not None and not found.is_integer() and found != pl.Null:
+        raise SqlExpressionError(f"~ takes an integer, got {found} (in {c.text!r})")
+    value = c.compile(node.this)
+    return (pl.lit(-1).cast(found) - value) if found is not None and found != pl.Null else -1 - value
+
+
 NODES: dict[type[exp.Expression], Handler] = {
+    exp.BitwiseNot: _not,
     exp.BitwiseLeftShift: _shift("left"),
     exp.BitwiseRightShift: _shift("right"),
     exp.Getbit: _bit_get,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import phonetic, substrings
+from datacoolie_core.sql.functions import phonetic, substrings, urls
 from datacoolie_core.sql.functions.registry import Handler, arity, literal, number, text
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -253,9 +253,10 @@ NAMES: dict[str, Handler] = {
     "OCTET_LENGTH": lambda c, n: _length("bytes")(c, exp.Length(this=arity(c, n, 1)[0].copy())),
     **substrings.NAMES,
     **phonetic.NAMES,
+    **urls.NAMES,
 }
 SUPPORTED = ("BASE64", "BIT_LENGTH", "BTRIM", "CHAR", "CHAR_LENGTH", "CHARACTER_LENGTH", "CHR", "CONCAT",
              "CONCAT_WS", "CONTAINS", "ELT", "ENDSWITH", "INITCAP", "LCASE", "LEFT", "LEN", "LENGTH", "LOWER",
              "LPAD", "LTRIM", "MASK", "OCTET_LENGTH", "REPEAT", "REPLACE", "REVERSE", "RIGHT", "RPAD", "RTRIM", "SPACE",
              "STARTSWITH", "TRANSLATE", "TRIM", "UCASE", "UPPER", *substrings.SUPPORTED,
-             *phonetic.SUPPORTED)  # fmt: skip
+             *phonetic.SUPPORTED, *urls.SUPPORTED)  # fmt: skip

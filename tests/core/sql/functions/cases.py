@@ -46,6 +46,8 @@ STRINGS = [
         x=(*TEXT, "'Robert'", "'Tymczak'", "'Pfister'", "'Ashcraft'", "'a'", "'1abc'", "'Ünï'", "'79927398713'",
            "'7992 7398 713'", "'0'", "'٣'", "'Lloyd-Hwang'", "'bHw7b'", "i"),
     ),
+    *expand("url_encode({x})", "url_decode(url_encode({x}))", x=(*TEXT, "'a b&c=ü~*.-_+/'", "'😀 x'", "i")),
+    *expand("url_decode({x})", x=("'a+b%26c%3D%C3%BC'", "'%41%42'", "'plain'", "''", "NULL", "n")),
     "concat_ws('-')", "char(65)", "chr(i)", "chr(l)", "chr(233)", "chr(-1)", "chr(256)", "chr(0)",
     "space(3)", "space(j)", "space(-1)", "length(i)", "upper(b)",
 ]  # fmt: skip
@@ -93,6 +95,7 @@ MATH = [
         "shiftleft({x}, {y})", "shiftright({x}, {y})", "shiftrightunsigned({x}, {y})",
         x=("i", "j", "l", "-5", "NULL", "CAST(7 AS TINYINT)"), y=("1", "0", "31", "33", "65", "-1", "j", "NULL"),
     ),
+    *expand("~{x}", x=("i", "j", "l", "-2147483648", "CAST(5 AS TINYINT)", "CAST(5 AS SMALLINT)", "NULL")),
     *expand("bit_get({x}, 0)", "getbit({x}, 31)", "bit_get({x}, 5)", x=("i", "j", "l", "-1", "NULL")),
     *expand(
         "width_bucket({x}, 0, 10, 5)", "width_bucket({x}, 10.6D, 0.2D, 3)", "width_bucket({x}, -5, 5, j)",
