@@ -30,8 +30,8 @@ def _decode(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     # as hex bytes: the text before the first '%' is encoded, each later piece starts with its escape
     value = text(c, arity(c, node, 1)[0]).str.replace_all("+", " ", literal=True)
     piece = pl.element()
-    as_hex = pl.when(pl.int_range(pl.len()) == 0).then(piece.str.encode("hex"))
-    as_hex = as_hex.otherwise(pl.concat_str([piece.str.slice(0, 2), piece.str.slice(2).str.encode("hex")]))
+    escaped = pl.concat_str([piece.str.slice(0, 2), piece.str.slice(2).str.encode("hex")])
+    as_hex = pl.when(pl.int_range(pl.len()) == 0).then(piece.str.encode("hex")).otherwise(escaped)
     hexed = value.str.split("%").list.eval(as_hex).list.join("")
     # a malformed escape makes Spark fail the query; here it is NULL
     return hexed.str.decode("hex", strict=False).cast(pl.String, strict=False)
