@@ -88,11 +88,15 @@ class Compiler:
         self.text = text
         self._compiled: dict[int, pl.Expr] = {}
         self._types: dict[int, pl.DataType | None] = {}
+        # the caches are keyed by id(): keep every compiled node alive so that a temporary node built
+        # by a handler (a CAST around an argument) can never hand its id to another node
+        self._alive: list[exp.Expression] = []
 
     def compile(self, node: exp.Expression) -> pl.Expr:
         key = id(node)
         if key not in self._compiled:
             self._compiled[key] = self._compile(node)
+            self._alive.append(node)
         return self._compiled[key]
 
     def _compile(self, node: exp.Expression) -> pl.Expr:
