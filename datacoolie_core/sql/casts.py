@@ -189,7 +189,24 @@ def to_string(value: pl.Expr, source: pl.DataType) -> pl.Expr:
     if isinstance(source, pl.Datetime):
         text = value.dt.to_string("%Y-%m-%d %H:%M:%S%.6f")
         return text.str.strip_chars_end("0").str.strip_chars_end(".")
+    if isinstance(source, pl.Decimal) and source.scale > 6:
+        return _big_decimal_string(value, source.scale)
     return value.cast(pl.String)
+
+
+def _big_decimal_string(value: pl.Expr, scale: int) -> pl.Expr:
+    """``BigDecimal.toString``: scientific (``1.00E-7``, ``0E-13``) once the exponent is below -6."""
+    plain = value.cast(pl.String)
+    sign = pl.when(plain.str.starts_with("-")).then(pl.lit("-")).otherwise(pl.lit(""))
+    unscaled = plain.str.replace_all(r"[-.]", "").str.strip_chars_start("0")
+    digits = pl.when(unscaled == "").then(pl.lit("0")).otherwise(unscaled)
+    adjusted = digits.str.len_chars().cast(pl.Int64) - 1 - scale
+    tail = digits.str.slice(1)
+    scientific = pl.concat_str(
+        [sign, digits.str.slice(0, 1), pl.when(tail == "").then(pl.lit("")).otherwise("." + tail), pl.lit("E"),
+         adjusted.cast(pl.String)]
+    )  # fmt: skip
+    return pl.when(adjusted < -6).then(scientific).otherwise(plain)
 
 
 def java_double_string(value: pl.Expr) -> pl.Expr:
