@@ -145,7 +145,7 @@ SCHEMA = {"i": pl.Int32(), "s": pl.String(), "b": pl.Boolean(), "dt": pl.Date()}
         "case-null",
         "date-minus-date",
         "interval-unit",
-    ],  # fmt: skip
+    ],
 )
 def test_unsupported_is_a_sql_error_naming_the_construct(sql: str, match: str) -> None:
     with pytest.raises(SqlExpressionError, match=match):
