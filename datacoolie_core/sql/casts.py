@@ -27,18 +27,26 @@ def spark_cast(value: pl.Expr, source: pl.DataType | None, target: pl.DataType) 
     """
     if source is None or source == target:
         return value if source == target else value.cast(target, strict=False)
-    if is_null(source):
-        return value.cast(target)
+    if is_null(source):  # a typed NULL literal (Polars mis-sizes comparisons with a cast untyped NULL)
+        return pl.lit(None, dtype=target)
     if target == pl.String():
         return to_string(value, source)
     if source == pl.String():
         return _from_string(value, target)
+    if isinstance(source, pl.Datetime) and source.time_zone is None and (is_numeric(target) or target == pl.Boolean()):
+        raise CoercionError(f"cannot cast TIMESTAMP_NTZ to {spark_name(target)}")
     if is_integral(target):
         return _to_integral(value, source, target)
     if target in _FLOAT or isinstance(target, pl.Decimal):
         return _to_fractional(value, source, target)
-    if target == pl.Boolean() and (is_numeric(source)):
+    if target == pl.Boolean() and is_numeric(source):
         return value != 0
+    if target == pl.Boolean() and source == pl.Date():
+        return pl.lit(None, pl.Boolean())
+    if target == pl.Boolean() and isinstance(source, pl.Datetime):
+        return value.dt.epoch("us") != 0
+    if isinstance(target, pl.Datetime) and source == pl.Boolean() and target.time_zone:  # TRUE is 1 microsecond
+        return value.cast(pl.Int64).cast(pl.Datetime("us")).dt.replace_time_zone(target.time_zone)
     return _temporal(value, source, target)
 
 
@@ -83,6 +91,8 @@ def wrap(value: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
 
 
 def _to_fractional(value: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
+    if isinstance(target, pl.Decimal):
+        return to_decimal(value, source, target)
     if is_numeric(source) or source == pl.Boolean():
         return value.cast(target, strict=False)
     if isinstance(source, pl.Datetime) and target in _FLOAT:
@@ -92,20 +102,40 @@ def _to_fractional(value: pl.Expr, source: pl.DataType, target: pl.DataType) -> 
     raise CoercionError(f"cannot cast {spark_name(source)} to {spark_name(target)}")
 
 
+def to_decimal(value: pl.Expr, source: pl.DataType, target: pl.Decimal) -> pl.Expr:
+    """Spark rounds HALF_UP to the target scale; a value too wide for the precision is NULL."""
+    if source == pl.Boolean():
+        value, source = value.cast(pl.Int32), pl.Int32()
+    if source in _FLOAT:  # Polars raises (strict or not) on a double too wide for the precision
+        fits = value.is_finite() & (value.abs() < 10.0 ** (target.precision - target.scale))
+        rounded = pl.when(fits).then(value).round(target.scale, mode="half_away_from_zero")
+        return (
+            pl.when(rounded.abs() < 10.0 ** (target.precision - target.scale)).then(rounded).cast(target, strict=False)
+        )
+    if isinstance(source, pl.Decimal) and source.scale > target.scale:
+        value = value.round(target.scale, mode="half_away_from_zero")
+    if is_numeric(source):
+        return value.cast(target, strict=False)
+    if isinstance(source, pl.Datetime):
+        return to_decimal(value.dt.epoch("us").cast(pl.Float64) / 1_000_000, pl.Float64(), target)
+    if source == pl.Date():
+        return pl.lit(None, target)
+    raise CoercionError(f"cannot cast {spark_name(source)} to {spark_name(target)}")
+
+
 def _from_string(value: pl.Expr, target: pl.DataType) -> pl.Expr:
     text = value.str.strip_chars(_WHITESPACE)
     if is_integral(target):
-        digits = text.str.extract(r"^([+-]?\d+)(?:\.\d*)?$|^([+-]?)\.\d+$")
-        whole = pl.when(text.str.contains(r"^[+-]?\.\d+$")).then(pl.lit("0")).otherwise(digits)
-        wide = whole.cast(pl.Int128(), strict=False)
-        low, high = -(2 ** (_BITS[target] - 1)), 2 ** (_BITS[target] - 1) - 1
-        return pl.when(wide.is_between(low, high)).then(wide.cast(target, strict=False))
+        # ".5" reads as 0; an out-of-range number is NULL (the non-strict cast)
+        digits = text.str.replace(r"^([+-]?)\.", "${1}0.").str.extract(r"^([+-]?\d+)(?:\.\d*)?$")
+        return digits.cast(pl.Int128(), strict=False).cast(target, strict=False)
     if target in _FLOAT:
         special = text.str.to_lowercase().str.replace(r"^([+-]?)(inf|infinity)$", "${1}inf")
-        number = special.str.replace(r"[dDfF]$", "")
+        number = special.str.replace(r"([0-9.])[dDfF]$", "${1}")
         return number.cast(target, strict=False)
     if isinstance(target, pl.Decimal):
-        return text.cast(target, strict=False)
+        exact = pl.Decimal(38, min(max(target.scale + 1, 18), 38 - (target.precision - target.scale)))
+        return to_decimal(text.cast(exact, strict=False), exact, target)
     if target == pl.Boolean():
         lowered = text.str.to_lowercase()
         return pl.when(lowered.is_in(_TRUE)).then(True).when(lowered.is_in(_FALSE)).then(False)
@@ -128,9 +158,7 @@ def parse_date(text: pl.Expr) -> pl.Expr:
 
 def parse_timestamp(text: pl.Expr, target: pl.DataType) -> pl.Expr:
     """A Spark timestamp string: a date, optionally ``T``/space, ``HH:mm[:ss[.fraction]]`` and a zone."""
-    pattern = (
-        r"^(\d{4}-\d{1,2}-\d{1,2})(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$"
-    )
+    pattern = r"^(\d{4}(?:-\d{1,2}(?:-\d{1,2})?)?)(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$"
     parts = text.str.extract_groups(pattern)
     field = [parts.struct.field(str(k)) for k in range(1, 7)]
     day = parse_date(field[0])
@@ -147,10 +175,11 @@ def parse_timestamp(text: pl.Expr, target: pl.DataType) -> pl.Expr:
         offset.str.slice(1, 2).cast(pl.Int64) * 3_600_000_000 + offset.str.slice(4, 2).cast(pl.Int64) * 60_000_000
     )
     local = day.cast(pl.Datetime("us")) + pl.duration(microseconds=micros)
-    instant = local - pl.duration(microseconds=offset_micros.fill_null(0))
-    result = pl.when(field[0].is_not_null()).then(instant)
     time_zone = getattr(target, "time_zone", None)
-    return result.dt.replace_time_zone(time_zone) if time_zone else result
+    if time_zone is None:  # TIMESTAMP_NTZ ignores a zone in the text
+        return pl.when(field[0].is_not_null()).then(local)
+    instant = local - pl.duration(microseconds=offset_micros.fill_null(0))
+    return pl.when(field[0].is_not_null()).then(instant).dt.replace_time_zone(time_zone)
 
 
 def to_string(value: pl.Expr, source: pl.DataType) -> pl.Expr:
@@ -160,7 +189,24 @@ def to_string(value: pl.Expr, source: pl.DataType) -> pl.Expr:
     if isinstance(source, pl.Datetime):
         text = value.dt.to_string("%Y-%m-%d %H:%M:%S%.6f")
         return text.str.strip_chars_end("0").str.strip_chars_end(".")
+    if isinstance(source, pl.Decimal) and source.scale > 6:
+        return _big_decimal_string(value, source.scale)
     return value.cast(pl.String)
+
+
+def _big_decimal_string(value: pl.Expr, scale: int) -> pl.Expr:
+    """``BigDecimal.toString``: scientific (``1.00E-7``, ``0E-13``) once the exponent is below -6."""
+    plain = value.cast(pl.String)
+    sign = pl.when(plain.str.starts_with("-")).then(pl.lit("-")).otherwise(pl.lit(""))
+    unscaled = plain.str.replace_all(r"[-.]", "").str.strip_chars_start("0")
+    digits = pl.when(unscaled == "").then(pl.lit("0")).otherwise(unscaled)
+    adjusted = digits.str.len_chars().cast(pl.Int64) - 1 - scale
+    tail = digits.str.slice(1)
+    scientific = pl.concat_str(
+        [sign, digits.str.slice(0, 1), pl.when(tail == "").then(pl.lit("")).otherwise("." + tail), pl.lit("E"),
+         adjusted.cast(pl.String)]
+    )  # fmt: skip
+    return pl.when(adjusted < -6).then(scientific).otherwise(plain)
 
 
 def java_double_string(value: pl.Expr) -> pl.Expr:
@@ -189,12 +235,16 @@ def _scientific(value: pl.Expr) -> pl.Expr:
     whole = mantissa.str.extract(r"^(\d*)")
     fraction = mantissa.str.extract(r"\.(\d*)$").fill_null("")
     digits = (whole + fraction).str.strip_chars_start("0")
-    lead = whole.str.strip_chars_start("0").str.len_chars()
+    lead = whole.str.strip_chars_start("0").str.len_chars().cast(pl.Int64)
     # the decimal exponent of the first significant digit
     shift = (
         pl.when(lead > 0)
         .then(lead - 1)
-        .otherwise(-(fraction.str.len_chars() - fraction.str.strip_chars_start("0").str.len_chars()) - 1)
+        .otherwise(
+            fraction.str.strip_chars_start("0").str.len_chars().cast(pl.Int64)
+            - fraction.str.len_chars().cast(pl.Int64)
+            - 1
+        )
     )
     significant = digits.str.strip_chars_end("0")
     tail = significant.str.slice(1)
@@ -213,6 +263,7 @@ def _temporal(value: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Ex
     if isinstance(target, pl.Datetime) and isinstance(source, pl.Datetime):
         return value.dt.replace_time_zone(target.time_zone)
     if isinstance(target, pl.Datetime) and is_numeric(source) and target.time_zone:
-        micros = (value.cast(pl.Float64) * 1_000_000) if source in _FLOAT else value.cast(pl.Int64) * 1_000_000
+        whole = is_integral(source)
+        micros = value.cast(pl.Int64) * 1_000_000 if whole else value.cast(pl.Float64) * 1_000_000
         return micros.cast(pl.Int64, strict=False).cast(pl.Datetime("us")).dt.replace_time_zone(target.time_zone)
     raise CoercionError(f"cannot cast {spark_name(source)} to {spark_name(target)}")

@@ -19,10 +19,12 @@ from datacoolie_core.sql.casts import spark_cast
 from datacoolie_core.sql.coercion import (
     CoercionError,
     as_decimal,
+    common_type,
     comparison_type,
     decimal_result,
     is_integral,
     is_null,
+    is_numeric,
     numeric_operands,
     spark_name,
 )
@@ -39,25 +41,38 @@ _OFFSET_UNITS = {"YEAR": "y", "MONTH": "mo", "WEEK": "w", "DAY": "d", "HOUR": "h
 
 def arithmetic(op: str) -> Handler:
     """``+ - * / % DIV`` (and MOD), typed as Spark types them."""
+    return lambda c, n: arithmetic_of(c, op, n.this, n.args["expression"])
 
-    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
-        left_node, right_node = node.this, node.args["expression"]
-        if isinstance(right_node, exp.Interval) and op in _SIGN:
-            return _interval(c, node, _SIGN[op])
-        left_type, right_type = c.dtype(left_node), c.dtype(right_node)
-        if op in _SIGN and (left_type == pl.Date()) and is_integral(right_type):
-            days = c.compile(right_node).cast(pl.Int64) * _SIGN[op]
-            return c.compile(left_node) + pl.duration(days=days)
-        if left_type is None or right_type is None:  # validation without a schema
-            return _apply(op, c.compile(left_node), c.compile(right_node), pl.Float64())
-        if not (op == "/" and is_null(left_type)):  # Spark: NULL / decimal is DOUBLE, decimal / NULL is not
-            left_type, right_type = (
-                _literal_decimal(left_node, left_type, right_type),
-                _literal_decimal(right_node, right_type, left_type),
-            )
-        return binary_numeric(c, op, (c.compile(left_node), left_type), (c.compile(right_node), right_type))
 
-    return handler
+def arithmetic_of(c: Compiler, op: str, left_node: exp.Expression, right_node: exp.Expression) -> pl.Expr:
+    """``left op right`` for two parsed operands (also PMOD and MOD)."""
+    if isinstance(right_node, exp.Interval) and op in _SIGN:
+        return _interval(c, left_node, right_node, _SIGN[op])
+    left_type, right_type = c.dtype(left_node), c.dtype(right_node)
+    if op in _SIGN and pl.Date() in (left_type, right_type):
+        return _date_plus_days(c, op, (left_node, left_type), (right_node, right_type))
+    if left_type is None or right_type is None:  # validation without a schema
+        return _apply(op, c.compile(left_node), c.compile(right_node), pl.Float64())
+    if not (op == "/" and is_null(left_type)):  # Spark: NULL / decimal is DOUBLE, decimal / NULL is not
+        left_type, right_type = (
+            _literal_decimal(left_node, left_type, right_type),
+            _literal_decimal(right_node, right_type, left_type),
+        )
+    return binary_numeric(c, op, (c.compile(left_node), left_type), (c.compile(right_node), right_type))
+
+
+def _date_plus_days(
+    c: Compiler,
+    op: str,
+    left: tuple[exp.Expression, pl.DataType | None],
+    right: tuple[exp.Expression, pl.DataType | None],
+) -> pl.Expr:
+    """DATE + INT is DATE_ADD (INT + DATE too), DATE - INT is DATE_SUB; other operand types are errors."""
+    date, days = (left, right) if left[1] == pl.Date() else (right, left)
+    if (op == "-" and date is right) or not (days[1] in _INTEGERS[:3] or is_null(days[1])):
+        raise SqlExpressionError(f"'{op}' with a DATE needs an INT number of days (in {c.text!r})")
+    count = c.cast(days[0], pl.Int32()).cast(pl.Int64) * _SIGN[op]
+    return c.compile(date[0]) + pl.duration(days=count)
 
 
 def _literal_decimal(node: exp.Expression, dtype: pl.DataType, other: pl.DataType | None) -> pl.DataType:
@@ -84,12 +99,8 @@ def binary_numeric(
         return _int_divide(c, left, right, operand)
     if isinstance(operand, pl.Decimal):
         return _decimal(op, left, right)
-    a, b = (spark_cast(_read_number(value, dtype), dtype, operand) for value, dtype in (left, right))
+    a, b = (spark_cast(value, dtype, operand) for value, dtype in (left, right))
     return _apply(op, a, b, operand)
-
-
-def _read_number(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
-    return spark_cast(value, dtype, pl.Float64()) if dtype == pl.String() else value
 
 
 def _apply(op: str, a: pl.Expr, b: pl.Expr, dtype: pl.DataType) -> pl.Expr:
@@ -163,8 +174,7 @@ def _decimal(op: str, left: tuple[pl.Expr, pl.DataType], right: tuple[pl.Expr, p
     return _apply(op, a, b, pl.Decimal(38, scale)).cast(result, strict=False)
 
 
-def _interval(c: Compiler, node: exp.Expression, sign: int) -> pl.Expr:
-    interval = node.args["expression"]
+def _interval(c: Compiler, value: exp.Expression, interval: exp.Interval, sign: int) -> pl.Expr:
     count = interval.this
     if not (isinstance(count, exp.Literal) and str(count.this).lstrip("-").isdigit()):
         raise SqlExpressionError(f"INTERVAL needs a whole number, got {count.sql()!r} (in {c.text!r})")
@@ -172,17 +182,35 @@ def _interval(c: Compiler, node: exp.Expression, sign: int) -> pl.Expr:
     unit = str(interval.unit.this).upper().rstrip("S") if interval.unit else "DAY"
     if unit not in _OFFSET_UNITS:
         raise SqlExpressionError(f"INTERVAL unit '{unit}' is not supported (in {c.text!r})")
-    return c.arg(node).dt.offset_by(f"{amount}{_OFFSET_UNITS[unit]}")
+    start = c.compile(value)
+    if c.dtype(value) == pl.Date() and unit in ("HOUR", "MINUTE", "SECOND"):  # Spark: a timestamp then
+        start = c.cast(value, pl.Datetime("us", "UTC"))
+    return start.dt.offset_by(f"{amount}{_OFFSET_UNITS[unit]}")
 
 
-def comparison(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Handler:
+def comparison(op: Callable[[pl.Expr, pl.Expr], pl.Expr], *, equality: bool = False) -> Handler:
     """``= <> < <= > >= <=>``: both sides cast to Spark's common comparison type."""
-    return lambda c, n: op(*coerced_pair(c, n.this, n.args["expression"]))
+    return lambda c, n: op(*coerced_pair(c, n.this, n.args["expression"], equality=equality))
 
 
-def coerced_pair(c: Compiler, left: exp.Expression, right: exp.Expression) -> tuple[pl.Expr, pl.Expr]:
-    """Both operands cast to the type Spark compares them in."""
+def coerced_pair(
+    c: Compiler, left: exp.Expression, right: exp.Expression, *, equality: bool = False
+) -> tuple[pl.Expr, pl.Expr]:
+    """Both operands cast to the type Spark compares them in.
+
+    ``equality``: ``=``/``<=>`` also compare a BOOLEAN with a number (as 1/0; Spark's BooleanEquality).
+    """
     left_type, right_type = c.dtype(left), c.dtype(right)
+    if equality and pl.Boolean() in (left_type, right_type):
+        other_node, other = (right, right_type) if left_type == pl.Boolean() else (left, left_type)
+        if is_numeric(other):
+            flag = _zero_or_one(other_node)
+            if flag is not None:  # b = 1 is b, b = 0 is NOT b (a cast of TRUE to DECIMAL(2,2) would overflow)
+                pair = (
+                    (c.compile(left), pl.lit(flag)) if left_type == pl.Boolean() else (pl.lit(flag), c.compile(right))
+                )
+                return pair
+            return c.cast(left, other), c.cast(right, other)  # type: ignore[arg-type]
     try:
         common = comparison_type(left_type, right_type)
     except CoercionError as e:
@@ -192,17 +220,25 @@ def coerced_pair(c: Compiler, left: exp.Expression, right: exp.Expression) -> tu
     return c.cast(left, common), c.cast(right, common)
 
 
+def _zero_or_one(node: exp.Expression) -> bool | None:
+    literal = node.this if isinstance(node, (exp.Cast, exp.TryCast)) else node
+    if isinstance(literal, exp.Literal) and not literal.is_string:
+        value = float(str(literal.this))
+        return bool(value) if value in (0.0, 1.0) else None
+    return None
+
+
 def null_safe_equal(a: pl.Expr, b: pl.Expr) -> pl.Expr:
     return a.eq_missing(b)
 
 
-def boolean(c: Compiler, node: exp.Expression, key: str = "this") -> pl.Expr:
-    """An operand of AND/OR/NOT: BOOLEAN, NULL, or a string read as a boolean."""
+def boolean(c: Compiler, node: exp.Expression, key: str = "this", *, strict: bool = False) -> pl.Expr:
+    """An operand of AND/OR/NOT/IF: BOOLEAN or NULL (``strict``, a CASE condition: BOOLEAN only)."""
     child = node.args[key]
     dtype = c.dtype(child)
     if dtype is None or dtype == pl.Boolean():
         return c.compile(child)
-    if is_null(dtype) or dtype == pl.String():
+    if is_null(dtype) and not strict:
         return c.cast(child, pl.Boolean())
     raise SqlExpressionError(f"'{child.sql(dialect='spark')}' is {spark_name(dtype)}, not BOOLEAN (in {c.text!r})")
 
@@ -252,11 +288,17 @@ def in_list(c: Compiler, node: exp.In) -> pl.Expr:
     values = node.expressions
     if not values:
         raise SqlExpressionError(f"IN needs a list of values (in {c.text!r})")
-    result: pl.Expr | None = None
-    for value in values:
-        equal = pl.Expr.__eq__(*coerced_pair(c, node.this, value))
-        result = equal if result is None else result | equal
-    assert result is not None
+    try:
+        common = common_type([c.dtype(node.this), *(c.dtype(v) for v in values)])
+    except CoercionError as e:
+        raise SqlExpressionError(f"{e} (in {c.text!r})") from None
+    if common is None or is_null(common):
+        subject, items = c.compile(node.this), [c.compile(v) for v in values]
+    else:
+        subject, items = c.cast(node.this, common), [c.cast(v, common) for v in values]
+    result = subject == items[0]
+    for item in items[1:]:
+        result = result | (subject == item)  # Kleene OR: TRUE wins, else NULL if any NULL, else FALSE
     return result
 
 
@@ -272,13 +314,15 @@ def is_(c: Compiler, node: exp.Is) -> pl.Expr:
     target = node.args["expression"]
     if isinstance(target, exp.Null):
         return c.arg(node).is_null()
-    if isinstance(target, exp.Boolean):
-        return boolean(c, node).eq_missing(pl.lit(bool(target.this)))
+    if isinstance(target, exp.Boolean):  # Spark: x IS TRUE is x <=> TRUE
+        return pl.Expr.eq_missing(*coerced_pair(c, node.this, target, equality=True))
     raise SqlExpressionError(f"IS {target.sql(dialect='spark')} is not supported (in {c.text!r})")
 
 
 def negate(c: Compiler, node: exp.Neg) -> pl.Expr:
     dtype = c.dtype(node.this)
+    if is_null(dtype):
+        return pl.lit(None, pl.Float64())
     if dtype == pl.String():
         return -c.cast(node.this, pl.Float64())
     if dtype is not None and not (

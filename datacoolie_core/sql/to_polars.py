@@ -11,6 +11,7 @@ never a surprise mid-write.
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -91,6 +92,7 @@ class Compiler:
         # the caches are keyed by id(): keep every compiled node alive so that a temporary node built
         # by a handler (a CAST around an argument) can never hand its id to another node
         self._alive: list[exp.Expression] = []
+        self._empty = _empty_frame(tuple(self.schema.items()) if self.schema else ())
 
     def compile(self, node: exp.Expression) -> pl.Expr:
         key = id(node)
@@ -129,7 +131,7 @@ class Compiler:
         if key not in self._types:
             expr = self.compile(node)
             try:
-                self._types[key] = pl.LazyFrame(schema=self.schema or {}).select(expr).collect_schema().dtypes()[0]
+                self._types[key] = self._empty.select(expr).collect_schema().dtypes()[0]
             except pl.exceptions.PolarsError:
                 self._types[key] = None
         return self._types[key]
@@ -184,6 +186,12 @@ class Compiler:
         if isinstance(node, exp.Literal) and node.is_string:
             return str(node.this)
         raise SqlExpressionError(f"expected a string literal, got {node.sql() if node else None!r} (in {self.text!r})")
+
+
+@functools.lru_cache(maxsize=64)
+def _empty_frame(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.LazyFrame:
+    """An empty frame of the schema: Polars resolves expression dtypes against it (no data read)."""
+    return pl.LazyFrame(schema=dict(schema))
 
 
 def unsupported(name: str, text: str) -> str:
@@ -259,7 +267,7 @@ def _case(c: Compiler, node: exp.Case) -> pl.Expr:
         if subject is not None:
             condition = pl.Expr.__eq__(*op.coerced_pair(c, subject, branch.this))
         else:
-            condition = op.boolean(c, branch)
+            condition = op.boolean(c, branch, strict=True)
         chain = chain.when(condition).then(result)
     return chain.otherwise(results[-1])
 
@@ -282,16 +290,11 @@ def _anonymous(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     if name == "PMOD":
         if len(node.expressions) != 2:
             raise SqlExpressionError(f"PMOD takes two arguments (in {c.text!r})")
-        left, right = node.expressions
-        return op.binary_numeric(c, "PMOD", *((c.compile(n), _known(c, n)) for n in (left, right)))
+        return op.arithmetic_of(c, "PMOD", *node.expressions)
     handler = FUNCTION_NAMES.get(name)
     if handler is None:
         raise SqlExpressionError(unsupported(name, c.text))
     return handler(c, node)
-
-
-def _known(c: Compiler, node: exp.Expression) -> pl.DataType:
-    return c.dtype(node) or pl.Float64()
 
 
 _ARGS: dict[type[exp.Expression], tuple[str, ...]] = {
@@ -323,10 +326,10 @@ _HANDLERS: dict[type[exp.Expression], Callable[[Compiler, Any], pl.Expr]] = {
     exp.Div: op.arithmetic("/"),
     exp.IntDiv: op.arithmetic("DIV"),
     exp.Mod: op.arithmetic("%"),
-    exp.EQ: op.comparison(pl.Expr.__eq__),
-    exp.NEQ: op.comparison(pl.Expr.__ne__),
-    exp.NullSafeEQ: op.comparison(pl.Expr.eq_missing),
-    exp.NullSafeNEQ: op.comparison(pl.Expr.ne_missing),
+    exp.EQ: op.comparison(pl.Expr.__eq__, equality=True),
+    exp.NEQ: op.comparison(pl.Expr.__ne__, equality=True),
+    exp.NullSafeEQ: op.comparison(pl.Expr.eq_missing, equality=True),
+    exp.NullSafeNEQ: op.comparison(pl.Expr.ne_missing, equality=True),
     exp.LT: op.comparison(pl.Expr.__lt__),
     exp.LTE: op.comparison(pl.Expr.__le__),
     exp.GT: op.comparison(pl.Expr.__gt__),
