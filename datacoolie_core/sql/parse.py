@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, SqlglotError
 
 from datacoolie_core.errors import TerminalError
 
@@ -48,6 +48,8 @@ def parse_expression(sql: str) -> exp.Expression:
         raise SqlExpressionError(
             f"SQL expression {sql!r} does not parse{where}: {first.get('description', e)}"
         ) from None
+    except SqlglotError as e:  # the tokenizer's errors (an unclosed quote) are not ParseErrors
+        raise SqlExpressionError(f"SQL expression {sql!r} does not parse: {e}") from None
     if len(statements) != 1:
         raise SqlExpressionError(f"SQL expression {sql!r} holds {len(statements)} statements; give one expression")
     node = statements[0]

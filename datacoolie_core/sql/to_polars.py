@@ -2,13 +2,16 @@
 
 DataCoolie metadata is written for Spark SQL: ``DATE_FORMAT(ts, 'yyyy-MM')``, ``YEAR(d)``,
 ``CAST(x AS DECIMAL(12,2))``. Polars' own SQL lacks many of these, so expressions are compiled from
-sqlglot's AST with an explicit allow-list. Anything outside it is a :class:`SqlExpressionError`
-at validation time, never a surprise mid-write.
+sqlglot's AST with an explicit allow-list, following Spark 3.5 with ANSI off (docs/sql.md): the
+result has the Polars image of Spark's result type, a zero divisor or a bad cast gives NULL, integers
+wrap on overflow. Anything outside the allow-list is a :class:`SqlExpressionError` at validation time,
+never a surprise mid-write.
 """
 
 from __future__ import annotations
 
-import re
+import difflib
+import functools
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -16,17 +19,25 @@ from typing import Any
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import FUNCTION_NAMES, FUNCTION_NODES, SUPPORTED_FUNCTIONS
+from datacoolie_core.sql import operators as op
+from datacoolie_core.sql.casts import spark_cast
+from datacoolie_core.sql.coercion import CoercionError, common_type, literal_number
+from datacoolie_core.sql.functions import FUNCTION_NAMES, FUNCTION_NODES
+from datacoolie_core.sql.functions import SUPPORTED_FUNCTIONS as _FAMILY_FUNCTIONS
 from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError, parse_expression
 from datacoolie_core.types import polars_dtype
 
 Schema = Mapping[str, pl.DataType]
-_TRUNC_UNITS = {"YEAR": "1y", "QUARTER": "1q", "MONTH": "1mo", "WEEK": "1w", "DAY": "1d", "HOUR": "1h",
-                "MINUTE": "1m", "SECOND": "1s"}  # fmt: skip
-_OFFSET_UNITS = {"YEAR": "y", "MONTH": "mo", "WEEK": "w", "DAY": "d", "HOUR": "h", "MINUTE": "m", "SECOND": "s"}
-_EXTRACT = {"YEAR": "year", "QUARTER": "quarter", "MONTH": "month", "WEEK": "week", "DAY": "day",
-            "DAYOFWEEK": "weekday", "DOW": "weekday", "DAYOFYEAR": "ordinal_day", "DOY": "ordinal_day",
-            "HOUR": "hour", "MINUTE": "minute", "SECOND": "second"}  # fmt: skip
+
+OPERATOR_FUNCTIONS = ("MOD", "PMOD")
+"""Arithmetic spelled as functions, compiled with the operators."""
+SUPPORTED_FUNCTIONS: tuple[str, ...] = tuple(sorted({*_FAMILY_FUNCTIONS, *OPERATOR_FUNCTIONS}))
+CONSTRUCTS = ("+", "-", "*", "/", "%", "DIV", "=", "==", "<>", "!=", "<", "<=", ">", ">=", "<=>", "AND", "OR",
+              "NOT", "IS [NOT] NULL", "IS [NOT] TRUE/FALSE", "IS [NOT] DISTINCT FROM", "[NOT] IN", "[NOT] BETWEEN",
+              "[NOT] LIKE", "[NOT] ILIKE", "[NOT] RLIKE", "ESCAPE", "||", "&", "|", "^", "CASE", "IF", "CAST",
+              "TRY_CAST", "INTERVAL")  # fmt: skip
+"""The operators and constructs the compiler accepts besides functions (docs/sql.md)."""
+_DOCS = "see docs/sql.md and docs/sql-functions.md for what is supported"
 
 
 def compile_expression(
@@ -37,16 +48,24 @@ def compile_expression(
     Args:
         sql: SQL text (parsed with :func:`parse_expression`) or an already parsed node.
         schema: the frame's columns and dtypes. With it, identifiers resolve case-insensitively and
-            date/time functions adapt to string or temporal inputs; without it (validation only)
-            names are used as written.
+            operands are coerced as Spark coerces them; without it (validation only) names are used
+            as written and types are not checked.
         now: the instant ``CURRENT_TIMESTAMP``/``NOW()``/``CURRENT_DATE`` evaluate to, fixed for a
             batch like the system columns; default: now in UTC.
 
     Raises:
-        SqlExpressionError: an unsupported function/construct, or an unknown column (with a schema).
+        SqlExpressionError: an unsupported function/construct, operand types Spark rejects, or an
+            unknown column (with a schema).
     """
     node = parse_expression(sql) if isinstance(sql, str) else sql
-    return Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT)).compile(node)
+    compiler = Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT))
+    try:
+        return compiler.compile(node)
+    except SqlExpressionError:
+        raise
+    except (CoercionError, ArithmeticError, LookupError, ValueError, TypeError) as e:
+        # a handler tripping on an odd argument is still the user's expression, never a traceback
+        raise SqlExpressionError(f"SQL expression {compiler.text!r} cannot be compiled: {e}") from e
 
 
 def validate_expression(sql: str) -> str:
@@ -56,29 +75,73 @@ def validate_expression(sql: str) -> str:
 
 
 class Compiler:
+    """Compiles one expression; handlers call back into it.
+
+    For handlers: ``compile(node)`` (memoized), ``arg(node, key)``, ``dtype(node)`` (the Polars image of
+    the node's Spark type, ``None`` without a schema), ``cast(node, dtype)`` (Spark's CAST semantics),
+    ``literal_int``/``literal_str``, ``allow_args(node, *keys)``, ``temporal``, ``now``, ``text``.
+    """
+
     def __init__(self, schema: Schema | None, now: datetime, text: str) -> None:
         self.schema = dict(schema) if schema is not None else None
         self.by_lower = {name.lower(): name for name in self.schema or {}}
         self.now: datetime = now
         self.text = text
+        self._compiled: dict[int, pl.Expr] = {}
+        self._types: dict[int, pl.DataType | None] = {}
+        # the caches are keyed by id(): keep every compiled node alive so that a temporary node built
+        # by a handler (a CAST around an argument) can never hand its id to another node
+        self._alive: list[exp.Expression] = []
+        self._empty = _empty_frame(tuple(self.schema.items()) if self.schema else ())
 
     def compile(self, node: exp.Expression) -> pl.Expr:
+        key = id(node)
+        if key not in self._compiled:
+            self._compiled[key] = self._compile(node)
+            self._alive.append(node)
+        return self._compiled[key]
+
+    def _compile(self, node: exp.Expression) -> pl.Expr:
         handler = _HANDLERS.get(type(node))
         if handler is None:
-            name = node.sql_name() if isinstance(node, exp.Func) else type(node).__name__
-            if isinstance(node, exp.Anonymous):
-                name = str(node.name).upper()
-            raise SqlExpressionError(
-                f"SQL function or construct '{name}' is not supported (in {self.text!r}); "
-                f"supported functions: {', '.join(SUPPORTED_FUNCTIONS)}"
-            )
+            name = str(node.name).upper() if isinstance(node, exp.Anonymous) else _construct_name(node)
+            raise SqlExpressionError(unsupported(name, self.text))
+        if type(node) in _ARGS:
+            self.allow_args(node, *_ARGS[type(node)])
         return handler(self, node)
+
+    def allow_args(self, node: exp.Expression, *keys: str) -> None:
+        """Refuse arguments a handler does not read (a new sqlglot flag fails loudly, never silently)."""
+        extra = [key for key, value in node.args.items() if key not in keys and value not in (None, False, [])]
+        if extra:
+            raise SqlExpressionError(
+                f"'{node.sql(dialect=READ_DIALECT)}' uses {', '.join(extra)} of {type(node).__name__}, which is "
+                f"not supported (in {self.text!r}); {_DOCS}"
+            )
 
     def arg(self, node: exp.Expression, key: str = "this") -> pl.Expr:
         child = node.args.get(key)
         if child is None:
             raise SqlExpressionError(f"'{node.sql(dialect=READ_DIALECT)}' is missing an argument (in {self.text!r})")
         return self.compile(child)
+
+    def dtype(self, node: exp.Expression) -> pl.DataType | None:
+        """The Polars dtype ``node`` evaluates to (``None`` when it reads columns and there is no schema)."""
+        key = id(node)
+        if key not in self._types:
+            expr = self.compile(node)
+            try:
+                self._types[key] = self._empty.select(expr).collect_schema().dtypes()[0]
+            except pl.exceptions.PolarsError:
+                self._types[key] = None
+        return self._types[key]
+
+    def cast(self, node: exp.Expression, dtype: pl.DataType) -> pl.Expr:
+        """``node`` cast to ``dtype`` with Spark's CAST semantics."""
+        try:
+            return spark_cast(self.compile(node), self.dtype(node), dtype)
+        except CoercionError as e:
+            raise SqlExpressionError(f"{e} (in {self.text!r})") from None
 
     def column(self, node: exp.Column) -> pl.Expr:
         name = node.name
@@ -93,10 +156,7 @@ class Compiler:
 
     def dtype_of(self, node: exp.Expression) -> pl.DataType | None:
         """The input dtype when ``node`` is a plain column and the schema is known."""
-        if isinstance(node, exp.Column) and self.schema is not None:
-            name = node.name if node.name in self.schema else self.by_lower.get(node.name.lower())
-            return self.schema.get(name) if name else None
-        return None
+        return self.dtype(node) if isinstance(node, exp.Column) else None
 
     def temporal(self, node: exp.Expression, target: type[pl.DataType]) -> pl.Expr:
         """``node`` as a Date/Datetime: strings are parsed (ISO), temporals pass through."""
@@ -106,7 +166,7 @@ class Compiler:
             else node
         )
         expr = self.compile(inner)
-        dtype = self.dtype_of(inner)
+        dtype = self.dtype(inner)
         if dtype is not None and dtype.is_temporal():
             return expr.dt.date() if target is pl.Date and isinstance(dtype, pl.Datetime) else expr
         if target is pl.Date:
@@ -128,116 +188,129 @@ class Compiler:
         raise SqlExpressionError(f"expected a string literal, got {node.sql() if node else None!r} (in {self.text!r})")
 
 
+@functools.lru_cache(maxsize=64)
+def _empty_frame(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.LazyFrame:
+    """An empty frame of the schema: Polars resolves expression dtypes against it (no data read)."""
+    return pl.LazyFrame(schema=dict(schema))
+
+
+def unsupported(name: str, text: str) -> str:
+    """The message for a function or construct outside the allow-list, with the closest names."""
+    close = difflib.get_close_matches(name.upper(), [*SUPPORTED_FUNCTIONS, *CONSTRUCTS], n=3)
+    hint = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"SQL function or construct '{name}' is not supported (in {text!r}){hint} ({_DOCS})"
+
+
+def _construct_name(node: exp.Expression) -> str:
+    return node.sql_name() if isinstance(node, exp.Func) else type(node).__name__
+
+
 def _literal(c: Compiler, node: exp.Literal) -> pl.Expr:
     if node.is_string:
         return pl.lit(str(node.this), dtype=pl.String)
-    text = str(node.this)
-    return pl.lit(float(text)) if any(ch in text for ch in ".eE") else pl.lit(int(text))
+    value, dtype = literal_number(str(node.this))
+    return pl.lit(value, dtype=dtype)
 
 
-def _binary(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Callable[[Compiler, exp.Expression], pl.Expr]:
-    return lambda c, n: op(c.arg(n), c.arg(n, "expression"))
+def _negative(c: Compiler, node: exp.Neg) -> pl.Expr:
+    # Spark reads "-2147483648" as one INT literal, not the negation of a BIGINT
+    if isinstance(node.this, exp.Literal) and not node.this.is_string:
+        value, dtype = literal_number("-" + str(node.this.this))
+        return pl.lit(value, dtype=dtype)
+    return op.negate(c, node)
 
 
-def _unary(op: Callable[[pl.Expr], pl.Expr]) -> Callable[[Compiler, exp.Expression], pl.Expr]:
-    return lambda c, n: op(c.arg(n))
+def _not(c: Compiler, node: exp.Not) -> pl.Expr:
+    return ~op.boolean(c, node)
 
 
-def _add_or_sub(sign: int) -> Callable[[Compiler, exp.Expression], pl.Expr]:
-    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
-        right = node.args["expression"]
-        if isinstance(right, exp.Interval):
-            amount = int(str(right.this.this)) * sign
-            unit = str(right.unit.this).upper() if right.unit else "DAY"
-            return c.arg(node).dt.offset_by(f"{amount}{_OFFSET_UNITS[unit.rstrip('S')]}")
-        left = c.arg(node)
-        return left + c.compile(right) if sign > 0 else left - c.compile(right)
-
-    return handler
+def _logic(c: Compiler, node: exp.Expression) -> pl.Expr:
+    left, right = op.boolean(c, node), op.boolean(c, node, "expression")
+    return left & right if isinstance(node, exp.And) else left | right
 
 
-def _in(c: Compiler, node: exp.In) -> pl.Expr:
-    values = node.expressions
-    if not values:
-        raise SqlExpressionError(f"IN needs a list of values (in {c.text!r})")
-    left = c.arg(node)
-    if all(isinstance(v, (exp.Literal, exp.Boolean)) for v in values):
-        return left.is_in([_python_value(v) for v in values])
-    result = left == c.compile(values[0])
-    for value in values[1:]:
-        result = result | (left == c.compile(value))
-    return result
+def _escape(c: Compiler, node: exp.Escape) -> pl.Expr:
+    like, escape = node.this, c.literal_str(node.args.get("expression"))
+    if not isinstance(like, (exp.Like, exp.ILike)) or len(escape) != 1:
+        raise SqlExpressionError(f"ESCAPE needs LIKE and one character (in {c.text!r})")
+    pattern = c.literal_str(like.args.get("expression"))
+    swapped = "".join("\\" + ch if ch == "\\" else "\\" if ch == escape else ch for ch in pattern)
+    if escape == "\\":
+        swapped = pattern
+    replaced = like.copy()
+    replaced.set("expression", exp.Literal.string(swapped))
+    return op.like(c, replaced)
 
 
-def _python_value(node: exp.Expression) -> Any:
-    if isinstance(node, exp.Boolean):
-        return bool(node.this)
-    if node.is_string:
-        return str(node.this)
-    text = str(node.this)
-    return float(text) if any(ch in text for ch in ".eE") else int(text)
-
-
-def _like(case_insensitive: bool) -> Callable[[Compiler, exp.Expression], pl.Expr]:
-    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
-        pattern = c.literal_str(node.args.get("expression"))
-        regex = "".join(".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
-        return c.arg(node).str.contains(("(?is)" if case_insensitive else "(?s)") + f"^{regex}$")
-
-    return handler
+def _branches(c: Compiler, values: list[exp.Expression]) -> list[pl.Expr]:
+    """CASE/IF results cast to their common type (Spark's ``findWiderCommonType``)."""
+    try:
+        common = common_type([c.dtype(v) for v in values])
+    except CoercionError as e:
+        raise SqlExpressionError(f"{e} (in {c.text!r})") from None
+    if common is None:
+        return [c.compile(v) for v in values]
+    return [c.cast(v, common) for v in values]
 
 
 def _case(c: Compiler, node: exp.Case) -> pl.Expr:
-    subject = node.args.get("this")
-    chain: Any = pl
-    for branch in node.args.get("ifs") or []:
-        condition = c.arg(branch)
-        if subject is not None:
-            condition = c.compile(subject) == condition
-        chain = chain.when(condition).then(c.arg(branch, "true"))
-    if chain is pl:
+    ifs = node.args.get("ifs") or []
+    if not ifs:
         raise SqlExpressionError(f"CASE needs at least one WHEN (in {c.text!r})")
-    default = node.args.get("default")
-    return chain.otherwise(c.compile(default) if default is not None else pl.lit(None))
+    for branch in ifs:
+        c.allow_args(branch, "this", "true")
+    subject = node.args.get("this")
+    default = node.args.get("default") or exp.Null()
+    results = _branches(c, [*(b.args["true"] for b in ifs), default])
+    chain: Any = pl
+    for branch, result in zip(ifs, results, strict=False):
+        if subject is not None:
+            condition = pl.Expr.__eq__(*op.coerced_pair(c, subject, branch.this))
+        else:
+            condition = op.boolean(c, branch, strict=True)
+        chain = chain.when(condition).then(result)
+    return chain.otherwise(results[-1])
 
 
 def _if(c: Compiler, node: exp.If) -> pl.Expr:
-    otherwise = node.args.get("false")
-    return (
-        pl.when(c.arg(node))
-        .then(c.arg(node, "true"))
-        .otherwise(c.compile(otherwise) if otherwise is not None else pl.lit(None))
-    )
+    true, false = _branches(c, [node.args["true"], node.args.get("false") or exp.Null()])
+    return pl.when(op.boolean(c, node)).then(true).otherwise(false)
 
 
 def _cast(c: Compiler, node: exp.Cast) -> pl.Expr:
-    to = node.args["to"]
     try:
-        dtype = polars_dtype(to.sql(dialect=READ_DIALECT))
+        dtype = polars_dtype(node.args["to"].sql(dialect=READ_DIALECT))
     except ValueError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
-    source = node.this
-    if (
-        isinstance(dtype, (pl.Date, pl.Datetime))
-        and (c.dtype_of(source) in (None, pl.String))
-        and isinstance(source, exp.Literal)
-    ):
-        return c.temporal(source, type(dtype)).cast(dtype)
-    if isinstance(dtype, (pl.Date, pl.Datetime)) and c.dtype_of(source) == pl.String:
-        return c.temporal(source, type(dtype)).cast(dtype)
-    return c.compile(source).cast(dtype, strict=False)
+    return c.cast(node.this, dtype)
 
 
 def _anonymous(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     name = str(node.name).upper()
+    if name == "PMOD":
+        if len(node.expressions) != 2:
+            raise SqlExpressionError(f"PMOD takes two arguments (in {c.text!r})")
+        return op.arithmetic_of(c, "PMOD", *node.expressions)
     handler = FUNCTION_NAMES.get(name)
     if handler is None:
-        raise SqlExpressionError(
-            f"SQL function '{name}' is not supported (in {c.text!r}); "
-            f"supported functions: {', '.join(SUPPORTED_FUNCTIONS)}"
-        )
+        raise SqlExpressionError(unsupported(name, c.text))
     return handler(c, node)
 
+
+_ARGS: dict[type[exp.Expression], tuple[str, ...]] = {
+    exp.Like: ("this", "expression", "negate"),
+    exp.ILike: ("this", "expression", "negate"),
+    exp.In: ("this", "expressions"),
+    exp.Between: ("this", "low", "high"),
+    exp.RegexpLike: ("this", "expression"),
+    exp.Cast: ("this", "to", "_type"),
+    exp.TryCast: ("this", "to", "_type"),
+    exp.Case: ("this", "ifs", "default"),
+    exp.If: ("this", "true", "false"),
+    exp.Is: ("this", "expression"),
+    exp.Escape: ("this", "expression"),
+}
+"""The sqlglot arguments each construct handler reads; anything else set on a node is refused."""
 
 _HANDLERS: dict[type[exp.Expression], Callable[[Compiler, Any], pl.Expr]] = {
     exp.Column: Compiler.column,
@@ -245,33 +318,35 @@ _HANDLERS: dict[type[exp.Expression], Callable[[Compiler, Any], pl.Expr]] = {
     exp.Boolean: lambda c, n: pl.lit(bool(n.this)),
     exp.Null: lambda c, n: pl.lit(None),
     exp.Paren: lambda c, n: c.arg(n),
-    exp.Neg: _unary(lambda a: -a),
-    exp.Not: _unary(lambda a: ~a),
-    exp.Add: _add_or_sub(1),
-    exp.Sub: _add_or_sub(-1),
-    exp.Mul: _binary(lambda a, b: a * b),
-    exp.Div: _binary(lambda a, b: a / b),
-    exp.IntDiv: _binary(lambda a, b: a // b),
-    exp.Mod: _binary(lambda a, b: a % b),
-    exp.EQ: _binary(lambda a, b: a == b),
-    exp.NEQ: _binary(lambda a, b: a != b),
-    exp.NullSafeEQ: _binary(lambda a, b: a.eq_missing(b)),
-    exp.LT: _binary(lambda a, b: a < b),
-    exp.LTE: _binary(lambda a, b: a <= b),
-    exp.GT: _binary(lambda a, b: a > b),
-    exp.GTE: _binary(lambda a, b: a >= b),
-    exp.And: _binary(lambda a, b: a & b),
-    exp.Or: _binary(lambda a, b: a | b),
-    exp.DPipe: _binary(lambda a, b: pl.concat_str([a, b])),
-    exp.Is: lambda c, n: (
-        c.arg(n).is_null()
-        if isinstance(n.args["expression"], exp.Null)
-        else c.arg(n).eq_missing(c.arg(n, "expression"))
-    ),
-    exp.In: _in,
-    exp.Between: lambda c, n: (c.arg(n) >= c.arg(n, "low")) & (c.arg(n) <= c.arg(n, "high")),
-    exp.Like: _like(False),
-    exp.ILike: _like(True),
+    exp.Neg: _negative,
+    exp.Not: _not,
+    exp.Add: op.arithmetic("+"),
+    exp.Sub: op.arithmetic("-"),
+    exp.Mul: op.arithmetic("*"),
+    exp.Div: op.arithmetic("/"),
+    exp.IntDiv: op.arithmetic("DIV"),
+    exp.Mod: op.arithmetic("%"),
+    exp.EQ: op.comparison(pl.Expr.__eq__, equality=True),
+    exp.NEQ: op.comparison(pl.Expr.__ne__, equality=True),
+    exp.NullSafeEQ: op.comparison(pl.Expr.eq_missing, equality=True),
+    exp.NullSafeNEQ: op.comparison(pl.Expr.ne_missing, equality=True),
+    exp.LT: op.comparison(pl.Expr.__lt__),
+    exp.LTE: op.comparison(pl.Expr.__le__),
+    exp.GT: op.comparison(pl.Expr.__gt__),
+    exp.GTE: op.comparison(pl.Expr.__ge__),
+    exp.And: _logic,
+    exp.Or: _logic,
+    exp.BitwiseAnd: op.bitwise(pl.Expr.__and__),
+    exp.BitwiseOr: op.bitwise(pl.Expr.__or__),
+    exp.BitwiseXor: op.bitwise(pl.Expr.__xor__),
+    exp.DPipe: op.concat_pipe,
+    exp.Is: op.is_,
+    exp.In: op.in_list,
+    exp.Between: op.between,
+    exp.Like: op.like,
+    exp.ILike: op.like,
+    exp.Escape: _escape,
+    exp.RegexpLike: op.rlike,
     exp.Case: _case,
     exp.If: _if,
     exp.Cast: _cast,

@@ -110,4 +110,73 @@ def test_error_is_a_value_error_for_model_validators() -> None:
 
 def test_without_schema_names_are_kept_as_written() -> None:
     assert parse_expression("Mixed_Case > 1").sql() == "Mixed_Case > 1"
-    assert str(compile_expression("Mixed_Case > 1")) == str(pl.col("Mixed_Case") > 1)
+    assert str(compile_expression("Mixed_Case > 1")) == str(pl.col("Mixed_Case") > pl.lit(1, pl.Int32))
+
+
+SCHEMA = {"i": pl.Int32(), "s": pl.String(), "b": pl.Boolean(), "dt": pl.Date()}
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("UPPPER(s)", r"'UPPPER' is not supported .*did you mean UPPER\? \(see docs/sql.md"),
+        ("i BETWEEN SYMMETRIC 1 AND 2", "uses symmetric of Between, which is not supported"),
+        ("CAST(i AS INT FORMAT 'x')", "uses format of TryCast, which is not supported"),
+        ("s LIKE 'x\\'", "does not parse"),
+        ("s LIKE 'ab\\\\'", "ends with the escape character"),
+        ("b + 1", "'\\+' needs numbers, got BOOLEAN"),
+        ("i DIV 2.5D", "DIV needs integers or decimals, got DOUBLE"),
+        ("i < b", "cannot compare INT with BOOLEAN"),
+        ("NOT s", "'s' is STRING, not BOOLEAN"),
+        ("CASE WHEN NULL THEN 1 END", "is NULL, not BOOLEAN"),
+        ("dt - dt", "with a DATE needs an INT number of days"),
+        ("dt + INTERVAL 1 FORTNIGHT", "INTERVAL unit 'FORTNIGHT' is not supported"),
+    ],
+    ids=[
+        "did-you-mean",
+        "symmetric",
+        "cast-format",
+        "token",
+        "escape",
+        "bool-arith",
+        "div-double",
+        "int-vs-bool",
+        "not-string",
+        "case-null",
+        "date-minus-date",
+        "interval-unit",
+    ],
+)
+def test_unsupported_is_a_sql_error_naming_the_construct(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema=SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected", "dtype"),
+    [
+        ("-59 % 100", -59, pl.Int32()),
+        ("MOD(-59, 100)", -59, pl.Int32()),
+        ("PMOD(-59, 100)", 41, pl.Int32()),
+        ("-7 DIV 2", -3, pl.Int64()),
+        ("7 / 0", None, pl.Float64()),
+        ("7 % 0", None, pl.Int32()),
+        ("2147483647 + 1", -2147483648, pl.Int32()),
+        ("'tst-1' NOT LIKE 'tst%'", False, pl.Boolean()),
+        ("'abc' NOT ILIKE 'A%'", False, pl.Boolean()),
+        ("1 NOT IN (2, NULL)", None, pl.Boolean()),
+        ("5 NOT BETWEEN 1 AND 3", True, pl.Boolean()),
+        ("1.5", Decimal("1.5"), pl.Decimal(2, 1)),
+        ("1.5e0", 1.5, pl.Float64()),
+        ("1L", 1, pl.Int64()),
+        ("CAST(' 12 ' AS INT)", 12, pl.Int32()),
+        ("CAST('1.5' AS INT)", 1, pl.Int32()),
+        ("CAST('yes' AS BOOLEAN)", True, pl.Boolean()),
+        ("CAST(1e10 AS STRING)", "1.0E10", pl.String()),
+        ("NULL <=> NULL", True, pl.Boolean()),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_spark_semantics_without_spark(sql: str, expected: Any, dtype: pl.DataType) -> None:
+    result = pl.DataFrame({"x": [0]}).select(compile_expression(sql, schema={"x": pl.Int64()}).alias("r"))["r"]
+    assert (result.to_list(), result.dtype) == ([expected], dtype)

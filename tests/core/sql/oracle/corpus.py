@@ -1,0 +1,173 @@
+"""The generated corpus: operators and constructs crossed with the input columns and literals.
+
+Nothing here is hand-picked per case: each generator crosses an operator or construct with the
+operands of every kind it accepts (and some it does not, so Spark's analysis errors are checked to be
+our compile-time rejections). ``SAMPLE`` keeps three-way crosses to a fixed, seeded subset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+
+from tests.core.sql.oracle.harness import Case
+
+# Operands by Spark kind: the table's columns, literals of the kind (including a typed NULL).
+OPERANDS: dict[str, tuple[str, ...]] = {
+    "int": ("i", "j", "7", "-3", "0", "2147483647", "CAST(NULL AS INT)"),
+    "bigint": ("l", "3L", "-9223372036854775808L"),
+    "double": ("d", "e", "2.5D", "-1.5e0", "0.0D"),
+    "decimal": ("m", "1.5", "-0.25", "0.00"),
+    "string": ("s", "t", "n", "'abc'", "''", "' 42 '", "'tst%'"),
+    "boolean": ("b", "c", "true", "false", "CAST(NULL AS BOOLEAN)"),
+    "date": ("dt", "DATE'2024-02-29'"),
+    "timestamp": ("ts", "TIMESTAMP'2024-03-31 01:30:00'"),
+    "timestamp_ntz": ("tn",),
+    "null": ("NULL",),
+}
+NUMERIC = ("int", "bigint", "double", "decimal")
+KINDS = tuple(OPERANDS)
+# one column and one literal per kind: for crosses that would otherwise be too large
+FEW: dict[str, tuple[str, ...]] = {
+    kind: values[:1] + values[-1:] if len(values) > 1 else values for kind, values in OPERANDS.items()
+}
+SAMPLE = 400
+CAST_TYPES = ("INT", "BIGINT", "SMALLINT", "TINYINT", "DOUBLE", "FLOAT", "DECIMAL(10,2)", "DECIMAL(5,0)", "STRING",
+              "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ")  # fmt: skip
+CAST_SOURCES = ("' 12 '", "'1.5'", "'-7.9'", "'1e3'", "'abc'", "''", "'2147483648'", "'t'", "'YES'", "'0'", "'2024-02-29'",
+                "'2024-2-3'", "'2024-02-29 23:59:59.123'", "'2024-03-31T01:30:00Z'", "'2024-03-31 01:30:00+02:00'",
+                "'2024'", "'2024-13-01'", "' true '", "'NaN'", "'-Infinity'", "'1.5d'", "'.5'", "'5.'", "2.5D", "-2.5D",
+                "1e10", "-1e20", "1.255", "2147483647", "-9223372036854775808L", "1e-5", "1234567.0D", "12345678.9D",
+                "0.001D", "true", "false")  # fmt: skip
+
+
+def operands(*kinds: str) -> tuple[str, ...]:
+    """The operands of the given kinds, in order."""
+    return tuple(value for kind in kinds for value in OPERANDS[kind])
+
+
+def few(*kinds: str) -> tuple[str, ...]:
+    return tuple(value for kind in kinds for value in FEW[kind])
+
+
+def sample(cases: Sequence[Case], size: int = SAMPLE, seed: int = 0) -> list[Case]:
+    """A fixed, seeded subset (the same on every run)."""
+    return list(cases) if len(cases) <= size else random.Random(seed).sample(list(cases), size)
+
+
+def arithmetic_cases() -> Iterator[Case]:
+    numbers = operands(*NUMERIC, "null")
+    for op in ("+", "-", "*", "/", "%"):
+        for left, right in itertools.product(numbers, numbers):
+            yield Case(f"{left} {op} {right}", origin=f"arithmetic {op}")
+    exact = operands("int", "bigint", "decimal", "null")
+    for left, right in itertools.product(exact, exact):
+        yield Case(f"{left} DIV {right}", origin="arithmetic DIV")
+    others = ("s", "n", "' 42 '", "b", "dt", "ts")
+    for op in ("+", "-", "*", "/", "%", "DIV"):
+        for left, right in itertools.product(("i", "l", "d", "m", *others), others):
+            yield Case(f"{left} {op} {right}", origin=f"arithmetic {op} non-numeric")
+            yield Case(f"{right} {op} {left}", origin=f"arithmetic {op} non-numeric")
+    for left, right in itertools.product(numbers, numbers):
+        yield Case(f"PMOD({left}, {right})", origin="PMOD")
+        yield Case(f"MOD({left}, {right})", origin="MOD")
+    for value in operands(*NUMERIC, "string", "null"):
+        yield Case(f"-{value}" if not value.startswith("-") else f"-({value})", origin="unary -")
+    for op in ("&", "|", "^"):
+        for left, right in itertools.product(operands("int", "bigint"), few("int", "bigint", "double")):
+            yield Case(f"{left} {op} {right}", origin=f"bitwise {op}")
+
+
+def comparison_cases() -> Iterator[Case]:
+    every = few(*KINDS)
+    for op in ("=", "<"):
+        for left, right in itertools.product(every, every):
+            yield Case(f"{left} {op} {right}", origin=f"comparison {op}")
+    columns = tuple(values[0] for values in OPERANDS.values())
+    for left, right in itertools.product(columns, columns):
+        yield Case(f"{left} <=> {right}", origin="comparison <=>")
+    for op in ("<>", "!=", "<=", ">", ">=", "=="):
+        pairs = itertools.product(operands(*NUMERIC, "string"), few(*NUMERIC, "string", "null"))
+        yield from sample([Case(f"{a} {op} {b}", origin=f"comparison {op}") for a, b in pairs], 150, seed=len(op))
+    for left, right in itertools.product(columns, columns):
+        yield Case(f"{left} IS DISTINCT FROM {right}", origin="IS DISTINCT FROM")
+
+
+def logic_cases() -> Iterator[Case]:
+    bools = (*operands("boolean", "null"), "'true'", "s")
+    for left, right in itertools.product(bools, bools):
+        yield Case(f"{left} AND {right}", origin="AND")
+        yield Case(f"{left} OR {right}", origin="OR")
+    for value in (*bools, "i", "d", "dt"):
+        yield Case(f"NOT {value}", origin="NOT")
+        yield Case(f"{value} IS TRUE", origin="IS TRUE")
+        yield Case(f"{value} IS NOT FALSE", origin="IS NOT FALSE")
+    for value in operands(*KINDS):
+        yield Case(f"{value} IS NULL", origin="IS NULL")
+        yield Case(f"{value} IS NOT NULL", origin="IS NOT NULL")
+
+
+def predicate_cases() -> Iterator[Case]:
+    lists = ("(1, 2)", "(1, NULL)", "(-59, 7L)", "(1.25, 2.5)", "('abc', 'x')", "('12', 'abc', NULL)", "(NULL)",
+             "(i, j)", "(2.5D, NULL)")  # fmt: skip
+    for value, values in itertools.product(few(*NUMERIC, "string", "null"), lists):
+        yield Case(f"{value} IN {values}", origin="IN")
+        yield Case(f"{value} NOT IN {values}", origin="NOT IN")
+    bounds = ("0 AND 10", "-100 AND 1.5", "j AND i", "NULL AND 5", "'1' AND '5'", "2.5D AND l")
+    for value, bound in itertools.product(few(*NUMERIC, "string", "null"), bounds):
+        yield Case(f"{value} BETWEEN {bound}", origin="BETWEEN")
+        yield Case(f"{value} NOT BETWEEN {bound}", origin="NOT BETWEEN")
+    for value in ("dt", "ts"):
+        yield Case(f"{value} BETWEEN DATE'2024-01-01' AND DATE'2024-12-31'", origin="BETWEEN temporal")
+    patterns = ("'tst%'", "'%b%'", "'a\\_b%'", "'_'", "''", "'%'", "'ABC'", "'%ünï%'", "'a_b%c'", "'%\\%%'", "NULL")
+    for value, pattern in itertools.product(("s", "t", "n", "i", "'tst-9'"), patterns):
+        for op in ("LIKE", "NOT LIKE", "ILIKE", "NOT ILIKE"):
+            yield Case(f"{value} {op} {pattern}", origin=op)
+    yield Case("s LIKE 'a!_b%' ESCAPE '!'", origin="ESCAPE")
+    yield Case("s NOT LIKE 'a!_b%' ESCAPE '!'", origin="ESCAPE")
+    regexes = ("'^tst'", "'[0-9]+'", "'b$'", "'(?i)abc'", "''", "'.'", "'\\\\d'")
+    for value, regex in itertools.product(("s", "t", "n", "i"), regexes):
+        yield Case(f"{value} RLIKE {regex}", origin="RLIKE")
+        yield Case(f"{value} NOT RLIKE {regex}", origin="NOT RLIKE")
+        yield Case(f"{value} REGEXP {regex}", origin="REGEXP")
+
+
+def conditional_cases() -> Iterator[Case]:
+    results = few(*KINDS)
+    for then, other in itertools.product(results, results):
+        yield Case(f"CASE WHEN b THEN {then} ELSE {other} END", origin="CASE WHEN")
+        yield Case(f"IF(i > 0, {then}, {other})", origin="IF")
+    for subject, value in itertools.product(few(*NUMERIC, "string", "null"), few(*NUMERIC, "string", "null")):
+        yield Case(f"CASE {subject} WHEN {value} THEN 'hit' WHEN NULL THEN 'null' END", origin="CASE x WHEN")
+    for condition in ("NULL", "c", "i > 0 AND b", "s = 'abc'", "'true'"):
+        yield Case(f"CASE WHEN {condition} THEN 1 WHEN NOT b THEN 2 END", origin="CASE condition")
+
+
+def cast_cases() -> Iterator[Case]:
+    for source, target in itertools.product((*operands(*KINDS), *CAST_SOURCES), CAST_TYPES):
+        yield Case(f"CAST({source} AS {target})", origin=f"CAST AS {target}")
+
+
+def concat_cases() -> Iterator[Case]:
+    for left, right in itertools.product(few(*KINDS), few(*KINDS)):
+        yield Case(f"{left} || {right}", origin="||")
+
+
+def date_arithmetic_cases() -> Iterator[Case]:
+    for date, days in itertools.product(("dt", "DATE'2024-02-29'"), ("1", "-1", "i", "j", "l", "NULL")):
+        yield Case(f"{date} + {days}", origin="date + int")
+        yield Case(f"{date} - {days}", origin="date - int")
+    for value, unit in itertools.product(("ts", "tn", "dt"), ("1 DAY", "2 HOURS", "1 MONTH", "-1 YEAR", "30 MINUTES")):
+        yield Case(f"{value} + INTERVAL {unit}", origin="INTERVAL")
+        yield Case(f"{value} - INTERVAL {unit}", origin="INTERVAL")
+
+
+GENERATORS = (arithmetic_cases, comparison_cases, logic_cases, predicate_cases, conditional_cases, cast_cases,
+              concat_cases, date_arithmetic_cases)  # fmt: skip
+
+
+def operator_cases() -> Iterator[Case]:
+    """Every operator/construct over operands of every kind."""
+    for generator in GENERATORS:
+        yield from generator()

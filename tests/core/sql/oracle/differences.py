@@ -1,0 +1,67 @@
+"""Deliberate differences from Spark 3.5 (ANSI off): cases the oracle does not compare, with why.
+
+Each entry is a predicate over a case's SQL and the reason. Keep it nearly empty: a difference is a
+promise to users, listed in docs/sql.md.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import polars as pl
+from sqlglot import exp
+
+from datacoolie_core.sql import SqlExpressionError, parse_expression
+from datacoolie_core.sql.coercion import CoercionError, numeric_operands
+from datacoolie_core.sql.to_polars import Compiler
+from tests.core.sql.oracle import table
+
+
+def _double_remainder(sql: str) -> bool:
+    """``%``/``MOD``/``PMOD`` computed in DOUBLE (an operand is DOUBLE or a string)."""
+    if "%" not in sql and "MOD" not in sql.upper():
+        return False
+    try:
+        node = parse_expression(sql)
+    except SqlExpressionError:
+        return False
+    compiler = Compiler(_schema(), datetime.now(UTC), sql)
+    for found in node.walk():
+        if isinstance(found, exp.Mod):
+            pair = (found.this, found.args["expression"])
+        elif isinstance(found, exp.Anonymous) and str(found.name).upper() == "PMOD" and len(found.expressions) == 2:
+            pair = (found.expressions[0], found.expressions[1])
+        else:
+            continue
+        try:
+            if numeric_operands("%", *(compiler.dtype(side) for side in pair)) == pl.Float64():
+                return True
+        except (CoercionError, SqlExpressionError):
+            continue
+    return False
+
+
+@functools.cache
+def _schema() -> pl.Schema:
+    from tests.core.sql.oracle.harness import polars_dtype  # the harness imports this module
+
+    return table.polars_frame(polars_dtype).schema
+
+
+DIFFERENCES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "double-remainder": (
+        _double_remainder,
+        "% / MOD / PMOD in DOUBLE is a - b*trunc(a/b): exact while |a/b| < 2**53 and the product is exact; "
+        "Java's fmod is exact for any operands (Polars has no native fmod, e.g. 1e300 % 3 differs)",
+    ),
+}
+
+
+def deliberate(sql: str) -> str | None:
+    """The reason ``sql`` is a deliberate difference, or ``None``."""
+    for applies, reason in DIFFERENCES.values():
+        if applies(sql):
+            return reason
+    return None
