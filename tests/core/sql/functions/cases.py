@@ -48,6 +48,12 @@ STRINGS = [
     ),
     *expand("url_encode({x})", "url_decode(url_encode({x}))", x=(*TEXT, "'a b&c=ü~*.-_+/'", "'😀 x'", "i")),
     *expand("url_decode({x})", x=("'a+b%26c%3D%C3%BC'", "'%41%42'", "'plain'", "''", "NULL", "n")),
+    *expand(
+        "format_string('%s-%05d|%-4s|%3d|%%|%S', {x}, i, {x}, j, {x})", "printf('%d/%s%n', l, {x})",
+        "format_string('%s %s %s', {x}, d, b)", "format_string('[%8s]', {x})", "format_string('%s', m)",
+        "format_string('x', {x})", "format_string(NULL, {x})",
+        x=TEXT,
+    ),
     "concat_ws('-')", "char(65)", "chr(i)", "chr(l)", "chr(233)", "chr(-1)", "chr(256)", "chr(0)",
     "space(3)", "space(j)", "space(-1)", "length(i)", "upper(b)",
 ]  # fmt: skip

@@ -124,6 +124,8 @@ def test_regex(sql: str, value: Any, dtype: pl.DataType) -> None:
         ("mask('AbC-123')", "XxX-nnn", pl.String),
         ("typeof(1.5)", "decimal(2,1)", pl.String),
         ("width_bucket(5.3D, 0.2D, 10.6D, 5)", 3, pl.Int64),
+        ("format_string('%s-%05d|%-4s|%%', 'ab', -42, 'x')", "ab--0042|x   |%", pl.String),
+        ("format_string('%s', NULL)", "null", pl.String),
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
@@ -145,6 +147,7 @@ def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
         ("replace('a', x, 'b')", r"REPLACE search string must be a literal"),
         ("from_utc_timestamp(TIMESTAMP'2024-01-01 00:00:00', 'PST')", r"not a region name"),
         ("sqrt(true)", r"is Boolean, not a number"),
+        ("format_string('%.2f', 1.5D)", r"only %s, %S, %d, %% and %n are supported"),
     ],
     ids=[
         "md5",
@@ -158,6 +161,7 @@ def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
         "literal",
         "zone",
         "boolean",
+        "format",
     ],
 )
 def test_rejected_at_compile_time(sql: str, match: str) -> None:
