@@ -87,19 +87,17 @@ class Compiler:
         self.by_lower = {name.lower(): name for name in self.schema or {}}
         self.now: datetime = now
         self.text = text
-        self._compiled: dict[int, pl.Expr] = {}
-        self._types: dict[int, pl.DataType | None] = {}
-        # the caches are keyed by id(): keep every compiled node alive so that a temporary node built
-        # by a handler (a CAST around an argument) can never hand its id to another node
-        self._alive: list[exp.Expression] = []
+        # keyed by id(node); the node is kept in the value so its id is never reused for a temporary
+        # node a handler builds and drops (a stale hit would compile the wrong node)
+        self._compiled: dict[int, tuple[exp.Expression, pl.Expr]] = {}
+        self._types: dict[int, tuple[exp.Expression, pl.DataType | None]] = {}
         self._empty = _empty_frame(tuple(self.schema.items()) if self.schema else ())
 
     def compile(self, node: exp.Expression) -> pl.Expr:
         key = id(node)
         if key not in self._compiled:
-            self._compiled[key] = self._compile(node)
-            self._alive.append(node)
-        return self._compiled[key]
+            self._compiled[key] = (node, self._compile(node))
+        return self._compiled[key][1]
 
     def _compile(self, node: exp.Expression) -> pl.Expr:
         handler = _HANDLERS.get(type(node))
@@ -131,10 +129,10 @@ class Compiler:
         if key not in self._types:
             expr = self.compile(node)
             try:
-                self._types[key] = self._empty.select(expr).collect_schema().dtypes()[0]
+                self._types[key] = (node, self._empty.select(expr).collect_schema().dtypes()[0])
             except pl.exceptions.PolarsError:
-                self._types[key] = None
-        return self._types[key]
+                self._types[key] = (node, None)
+        return self._types[key][1]
 
     def cast(self, node: exp.Expression, dtype: pl.DataType) -> pl.Expr:
         """``node`` cast to ``dtype`` with Spark's CAST semantics."""

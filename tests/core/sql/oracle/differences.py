@@ -59,6 +59,27 @@ DIFFERENCES: dict[str, tuple[Callable[[str], bool], str]] = {
 }
 
 
+def _runtime_failure(*names: str) -> Callable[[str], bool]:
+    return lambda sql: any(f"{name}(" in sql.upper() for name in names)
+
+
+DIFFERENCES["runtime-errors"] = (
+    _runtime_failure("URL_DECODE", "TIMESTAMP_SECONDS"),
+    "Spark fails the whole query at run time on some values even with ANSI off (URL_DECODE of a malformed "
+    "%-escape, TIMESTAMP_SECONDS beyond the timestamp range); we give NULL (or the value) instead of "
+    "failing a load mid-write",
+)
+
+REFUSALS = ("must be a literal", "integer literal")
+"""Errors that refuse a form Spark accepts on purpose (docs/sql-functions.md): an argument that must
+be a literal (a pattern, a length, a format) so the expression stays one native Polars expression."""
+
+
+def refused(error: str) -> bool:
+    """Whether our compile error is one of the documented refusals."""
+    return any(text in error for text in REFUSALS)
+
+
 def deliberate(sql: str) -> str | None:
     """The reason ``sql`` is a deliberate difference, or ``None``."""
     for applies, reason in DIFFERENCES.values():

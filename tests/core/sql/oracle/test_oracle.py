@@ -6,7 +6,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from tests.core.sql.oracle import corpus, trees
+from datacoolie_core.sql import SUPPORTED_FUNCTIONS
+from tests.core.sql.oracle import corpus, signatures, trees
 from tests.core.sql.oracle.harness import Case, check
 
 TREES = 600
@@ -38,4 +39,15 @@ def test_random_expression_trees_match_spark(spark: Any) -> None:
     expressions = generated_trees()
     report = check(spark, [Case(sql, origin="tree") for sql in expressions])
     assert report.cases > TREES // 2
+    assert not report.mismatches, report.summary()
+
+
+def test_every_supported_function_has_a_signature() -> None:
+    missing = sorted(set(SUPPORTED_FUNCTIONS) - set(signatures.SIGNATURES))
+    assert not missing, f"add these functions to tests/core/sql/oracle/signatures.py: {missing}"
+
+
+def test_functions_over_their_signatures_match_spark(spark: Any) -> None:
+    report = check(spark, signatures.function_cases())
+    assert report.cases > 2000
     assert not report.mismatches, report.summary()
