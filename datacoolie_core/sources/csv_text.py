@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from datacoolie_core.errors import SourceError
+from datacoolie_core.sources.csv_native import FileFacts, first_line_fields, plan_csv, scan_facts, scan_native
 from datacoolie_core.sources.options import CsvOptions
 
 _WS = "".join(chr(i) for i in range(33))
@@ -42,8 +43,16 @@ _TOKENS = "__tokens"
 
 
 def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFrame | None:
-    """The rows of one CSV file, every column a String; ``None`` for a file without a line."""
-    lines, quoted, options = _lines(path, options, label)
+    """The rows of one CSV file, every column a String; ``None`` for a file without a line.
+
+    Polars' CSV scan reads it when it reads it as Spark does (:func:`plan_csv`), else the tokenizer here.
+    """
+    plan, facts = plan_csv(path, options, label=label)
+    if plan.reader == "native":
+        fields = first_line_fields(path, options)
+        names = _names(fields) if options.header else [f"_c{i}" for i in range(len(fields))]
+        return scan_native(path, options, names)
+    lines, quoted, options = _lines(path, options, label, facts)
     first = _collect(lines.head(1), label)
     if first.height == 0:
         return None
@@ -77,7 +86,9 @@ def _tokens(lines: pl.LazyFrame, o: CsvOptions, quoted: bool) -> pl.LazyFrame:
     return lines.select((pl.col(_LINE) + o.sep).str.extract_all(_field_pattern(o)).alias(_TOKENS))
 
 
-def _lines(path: str, options: CsvOptions, label: str) -> tuple[pl.LazyFrame, bool, CsvOptions]:
+def _lines(
+    path: str, options: CsvOptions, label: str, facts: FileFacts | None
+) -> tuple[pl.LazyFrame, bool, CsvOptions]:
     """The file's non-blank, non-comment lines; whether a field can be quoted (the quote occurs); the
     options for this file (``escape`` off when it never occurs: the same result, a cheaper read)."""
     if options.multi_line:
@@ -87,7 +98,7 @@ def _lines(path: str, options: CsvOptions, label: str) -> tuple[pl.LazyFrame, bo
         quoted = bool(options.quote) and options.quote in text
         escaped = bool(options.escape) and options.escape in text
     else:
-        look = _inspect(path, options, label)
+        look = _inspect(path, options, label, facts)
         # another charset or bad UTF-8: Spark decodes with the charset, undecodable bytes become U+FFFD
         lines = pl.scan_lines(path if look.text is None else look.text.encode(), name=_LINE)
         quoted, escaped = look.has_quote, look.has_escape
@@ -243,27 +254,14 @@ class _Look:
     has_escape: bool
 
 
-def _inspect(path: str, o: CsvOptions, label: str) -> _Look:
-    """One streaming pass over the bytes: valid UTF-8? lone ``\\r`` line ends? do quote and escape occur?"""
+def _inspect(path: str, o: CsvOptions, label: str, facts: FileFacts | None) -> _Look:
+    """Valid UTF-8 without lone ``\\r`` line ends is read by Polars as is; else the decoded text."""
     if codecs.lookup(o.encoding).name != "utf-8":
         return _decoded(path, o, label)
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    quote, escape = o.quote.encode(), o.escape.encode()
-    found, escaped, lone_cr, tail = False, False, False, b""
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 24):
-                decoder.decode(chunk)
-                found = found or (bool(quote) and quote in tail + chunk)
-                escaped = escaped or (bool(escape) and escape in tail + chunk)
-                lone_cr = lone_cr or chunk.count(b"\r") != chunk.count(b"\r\n")
-                tail = chunk[-4:]
-            decoder.decode(b"", final=True)
-    except UnicodeDecodeError:
+    facts = facts or scan_facts(path, o, label)
+    if not facts.valid_utf8 or facts.lone_cr:
         return _decoded(path, o, label)
-    except OSError as e:
-        raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
-    return _decoded(path, o, label) if lone_cr else _Look(None, found, escaped)
+    return _Look(None, facts.has_quote, facts.has_escape)
 
 
 def _decoded(path: str, o: CsvOptions, label: str) -> _Look:

@@ -1,0 +1,141 @@
+"""Which reader a CSV file needs: Polars' own CSV scan when it reads the file as Spark does, else
+the exact tokenizer of :mod:`csv_text`.
+
+One streaming pass over the bytes (``bytes.find`` / ``isascii`` run at GB/s) establishes facts about
+the file; :func:`plan_csv` routes a file to ``pl.scan_csv`` only when none of Spark's tokenizing rules
+can apply to it, so both read the same rows:
+
+* no quote character in the file: no field is quoted, so escape, ``emptyValue`` and Spark's quote
+  rules never apply (an escape outside quotes is plain text to both);
+* no line starting with a byte up to the space: no empty or whitespace-only line for Spark to skip
+  (Polars would read a row from a blank one), and no leading blanks (read as is by both, but cheaper
+  to route than to prove);
+* valid UTF-8 (with ``encoding`` UTF-8) and no ``\\r`` outside ``\\r\\n``: Polars splits lines and
+  decodes bytes as Spark does;
+* no ``comment`` character in the file, a one-byte ASCII separator, mode PERMISSIVE (short rows padded
+  with nulls, long ones cut: ``truncate_ragged_lines``), no ``multiLine`` and no white-space trimming.
+
+The first line is split here (no quotes: a plain split) for Spark's header names; an unquoted empty
+field and one equal to ``nullValue`` are null in both (``null_values``). Anything else takes the
+exact path.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import polars as pl
+
+from datacoolie_core.errors import SourceError
+from datacoolie_core.sources.options import CsvOptions
+
+Reader = Literal["native", "exact"]
+_CHUNK = 1 << 24
+_BLANK_START = re.compile(rb"\n[\x00-\x20]")
+"""A line starting with univocity's whitespace: maybe blank or whitespace-only, which Spark skips."""
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    """What one pass over a file's bytes found."""
+
+    valid_utf8: bool
+    lone_cr: bool
+    has_quote: bool
+    has_escape: bool
+    has_comment: bool
+    blank_start: bool
+    """Some line (or the file, after a BOM) starts with a byte up to the space, or the file is empty."""
+
+
+@dataclass(frozen=True)
+class CsvPlan:
+    """The reader a file takes and, for the exact one, why."""
+
+    reader: Reader
+    reason: str = ""
+
+
+def plan_csv(path: str, options: CsvOptions, *, label: str) -> tuple[CsvPlan, FileFacts | None]:
+    """The reader for ``path`` and the facts it was decided on (``None`` when the options decide)."""
+    reason = _options_reason(options)
+    if reason:
+        return CsvPlan("exact", reason), None
+    facts = scan_facts(path, options, label)
+    return CsvPlan("exact", _facts_reason(facts)) if _facts_reason(facts) else CsvPlan("native"), facts
+
+
+def _options_reason(o: CsvOptions) -> str:
+    if o.multi_line:
+        return "multiLine"
+    if codecs.lookup(o.encoding).name != "utf-8":
+        return f"encoding {o.encoding}"
+    if o.mode != "PERMISSIVE":
+        return f"mode {o.mode}"
+    if o.ignore_leading_white_space or o.ignore_trailing_white_space:
+        return "white-space trimming"
+    if len(o.sep) != 1 or not o.sep.isascii() or o.sep in "\r\n" or o.sep in (o.quote, o.comment):
+        return f"separator {o.sep!r}"
+    return ""
+
+
+def _facts_reason(f: FileFacts) -> str:
+    checks = [(not f.valid_utf8, "not UTF-8"), (f.lone_cr, "a lone \\r line end"), (f.has_quote, "the quote occurs"),
+              (f.has_comment, "the comment character occurs"), (f.blank_start, "a line starts with a blank")]  # fmt: skip
+    return next((reason for failed, reason in checks if failed), "")
+
+
+def scan_facts(path: str, o: CsvOptions, label: str) -> FileFacts:
+    """One pass in chunks that end at a line break, so no pattern straddles two chunks."""
+    quote, escape, comment = o.quote.encode(), o.escape.encode(), o.comment.encode()
+    valid, lone_cr, quoted, escaped, commented, blank, first = True, False, False, False, False, False, True
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(_CHUNK) + handle.readline():
+                if first:
+                    chunk, first = chunk.removeprefix(codecs.BOM_UTF8), False
+                valid = valid and _decodes(chunk)
+                lone_cr = lone_cr or (b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"))
+                quoted = quoted or (bool(quote) and quote in chunk)
+                escaped = escaped or (bool(escape) and escape in chunk)
+                commented = commented or (bool(comment) and comment in chunk)
+                # a chunk starts a line (a final line break ends the file: nothing follows it to match)
+                blank = blank or chunk[:1] <= b" " or _BLANK_START.search(chunk) is not None
+    except OSError as e:
+        raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
+    return FileFacts(valid, lone_cr, quoted, escaped, commented, blank or first)  # first: an empty file
+
+
+def _decodes(chunk: bytes) -> bool:
+    """Whether a chunk (whole characters: it ends at a line break) is UTF-8."""
+    if chunk.isascii():
+        return True
+    try:
+        chunk.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def scan_native(path: str, options: CsvOptions, names: list[str]) -> pl.LazyFrame:
+    """``path`` through Polars' CSV scan, every column a String named ``names``.
+
+    The first line sets the width (with ``header`` Polars reads it as the header), as in Spark.
+    """
+    placeholders = [f"_c{i}" for i in range(len(names))]
+    scan = pl.scan_csv(
+        path, has_header=options.header, new_columns=placeholders, separator=options.sep, quote_char=None,
+        null_values=options.null_value or None, truncate_ragged_lines=True, infer_schema=False,
+    )  # fmt: skip
+    return scan.select(pl.col(c).alias(name) for c, name in zip(placeholders, names, strict=True))
+
+
+def first_line_fields(path: str, options: CsvOptions) -> list[str | None]:
+    """The first line's fields as Spark reads them in a file without quotes: empty or ``nullValue`` -> null."""
+    with open(path, "rb") as handle:
+        line = handle.readline().removeprefix(codecs.BOM_UTF8).decode()
+    line = line.removesuffix("\n").removesuffix("\r")
+    return [None if f in ("", options.null_value) else f for f in line.split(options.sep)]
