@@ -120,6 +120,27 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "cp1252": ("id,name\n1,\u20ac5\n".encode("cp1252"), {**H, "encoding": "cp1252"}),
     "invalid-utf8-replaced": ("id,name\n1,caf\xe9\n".encode("latin-1"), H),
     "utf8-multibyte": ("id,name\n1,Zoë 日本\n", H),
+    # the boundary of Polars' own CSV scan (csv_native.plan_csv): "native-" cases just qualify, "exact-"
+    # ones just fail to; test_csv_plan.py pins which reader each takes
+    "native-nulls-and-ragged": ("a,b,c\n1,x,\n,,\n1,2\n1,2,3,4\n", H),
+    "native-backslashes-without-quotes": ("a,b\nx\\y,\\\nz\\,w\n", H),
+    "native-crlf-ragged": ("a,b,c\r\n1,2\r\n1,2,3,4\r\n,\r\n", H),
+    "native-no-header-bom-ragged": (b"\xef\xbb\xbf1,x\n2\n3,y,z\n", {}),
+    "native-blanks-inside-lines": ("a\tb\n1 2\t x \n3\t\n", {**H, "sep": "\\t"}),
+    "native-null-value-and-names": ("id,NA,,ID\nNA,1,,2\n", {**H, "nullValue": "NA"}),
+    "native-comment-absent": ("a,b\n1,x\n", {**H, "comment": "#"}),
+    "native-quoting-off": ('a,b\n"x",y"\\"\n', {**H, "quote": ""}),
+    "native-infer": ("a,b,c\n1,2.5,2024-01-01\n,x,2024-01-02\n", HI),
+    "native-no-final-newline-short": ("a,b,c\n1,x", H),
+    "exact-one-quote-late": ('a,b\n1,x\n2,"y,z"\n', H),
+    "exact-escape-is-quote-late": ('a,b\n1,x\n2,"y""z"\n', {**H, "escape": '"'}),
+    "exact-whitespace-line-late": ("a,b\n1,x\n \t\n2,y\n", H),
+    "exact-trailing-blank-line": ("a,b\n1,x\n\n", H),
+    "exact-crlf-blank-line": ("a,b\r\n1,x\r\n\r\n2,y\r\n", H),
+    "exact-leading-space-value": ("a,b\n 1,x\n", H),
+    "exact-leading-space-header": (" a,b\n1,x\n", H),
+    "exact-comment-present": ("a,b\n1,x#y\n#c,d\n", {**H, "comment": "#"}),
+    "exact-lone-cr-late": ("a,b\n1,x\n2,y\r3,z\n", H),
 }
 
 JSON_CASES: dict[str, tuple[str, dict[str, str]]] = {
