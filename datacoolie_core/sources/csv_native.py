@@ -1,8 +1,8 @@
 """Which reader a CSV file needs: Polars' own CSV scan when it reads the file as Spark does, else
 the exact tokenizer of :mod:`csv_text`.
 
-One streaming pass over the bytes (``bytes.find`` / ``isascii`` run at GB/s) establishes facts about
-the file; :func:`plan_csv` routes a file to ``pl.scan_csv`` only when none of Spark's tokenizing rules
+A look at the file mapped in memory (``mmap.find`` and one automaton, GB/s, no copy) establishes facts
+about it; :func:`plan_csv` routes a file to ``pl.scan_csv`` only when none of Spark's tokenizing rules
 can apply to it, so both read the same rows:
 
 * no quote character in the file: no field is quoted, so escape, ``emptyValue`` and Spark's quote
@@ -10,8 +10,8 @@ can apply to it, so both read the same rows:
 * no line starting with a byte up to the space: no empty or whitespace-only line for Spark to skip
   (Polars would read a row from a blank one), and no leading blanks (read as is by both, but cheaper
   to route than to prove);
-* valid UTF-8 (with ``encoding`` UTF-8) and no ``\\r`` outside ``\\r\\n``: Polars splits lines and
-  decodes bytes as Spark does;
+* ``encoding`` UTF-8 and no ``\\r`` outside ``\\r\\n``: Polars splits lines as Spark does, and
+  its lossy decoding replaces bad UTF-8 with U+FFFD as Spark does (but for an encoded surrogate);
 * no ``comment`` character in the file, a one-byte ASCII separator, mode PERMISSIVE (short rows padded
   with nulls, long ones cut: ``truncate_ragged_lines``), no ``multiLine`` and no white-space trimming.
 
@@ -23,6 +23,8 @@ exact path.
 from __future__ import annotations
 
 import codecs
+import mmap
+import os
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -33,22 +35,28 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.sources.options import CsvOptions
 
 Reader = Literal["native", "exact"]
-_CHUNK = 1 << 24
 _BLANK_START = re.compile(rb"\n[\x00-\x20]")
 """A line starting with univocity's whitespace: maybe blank or whitespace-only, which Spark skips."""
+_LONE_CR = re.compile(rb"\r(?!\n)")
+ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]?")
+"""A UTF-16 surrogate encoded as UTF-8 (invalid), whole or cut after two bytes: Java replaces it with
+one U+FFFD, Python and Polars with one per byte."""
 
 
 @dataclass(frozen=True)
 class FileFacts:
     """What one pass over a file's bytes found."""
 
-    valid_utf8: bool
     lone_cr: bool
     has_quote: bool
     has_escape: bool
+    """Looked for only when the quote occurs (an escape matters inside quotes only)."""
     has_comment: bool
+    has_surrogate: bool
+    """An :data:`ENCODED_SURROGATE` occurs."""
     blank_start: bool
-    """Some line (or the file, after a BOM) starts with a byte up to the space, or the file is empty."""
+    """Some line (or the file, after a BOM) starts with a byte up to the space, or the file is empty;
+    looked for only when the quote does not occur (which alone sends the file to the exact reader)."""
 
 
 @dataclass(frozen=True)
@@ -83,41 +91,38 @@ def _options_reason(o: CsvOptions) -> str:
 
 
 def _facts_reason(f: FileFacts) -> str:
-    checks = [(not f.valid_utf8, "not UTF-8"), (f.lone_cr, "a lone \\r line end"), (f.has_quote, "the quote occurs"),
-              (f.has_comment, "the comment character occurs"), (f.blank_start, "a line starts with a blank")]  # fmt: skip
+    checks = [(f.lone_cr, "a lone \\r line end"), (f.has_quote, "the quote occurs"),
+              (f.has_comment, "the comment character occurs"), (f.blank_start, "a line starts with a blank"),
+              (f.has_surrogate, "an encoded surrogate")]  # fmt: skip
     return next((reason for failed, reason in checks if failed), "")
 
 
 def scan_facts(path: str, o: CsvOptions, label: str) -> FileFacts:
-    """One pass in chunks that end at a line break, so no pattern straddles two chunks."""
-    quote, escape, comment = o.quote.encode(), o.escape.encode(), o.comment.encode()
-    valid, lone_cr, quoted, escaped, commented, blank, first = True, False, False, False, False, False, True
+    """The facts, from the file mapped in memory (no copy: ``find`` and the automaton run on the pages)."""
     try:
         with open(path, "rb") as handle:
-            while chunk := handle.read(_CHUNK) + handle.readline():
-                if first:
-                    chunk, first = chunk.removeprefix(codecs.BOM_UTF8), False
-                valid = valid and _decodes(chunk)
-                lone_cr = lone_cr or (b"\r" in chunk and chunk.count(b"\r") != chunk.count(b"\r\n"))
-                quoted = quoted or (bool(quote) and quote in chunk)
-                escaped = escaped or (bool(escape) and escape in chunk)
-                commented = commented or (bool(comment) and comment in chunk)
-                # a chunk starts a line (a final line break ends the file: nothing follows it to match)
-                blank = blank or chunk[:1] <= b" " or _BLANK_START.search(chunk) is not None
+            if os.fstat(handle.fileno()).st_size == 0:
+                return FileFacts(False, False, False, False, False, blank_start=True)
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return _facts(data, o)
     except OSError as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
-    return FileFacts(valid, lone_cr, quoted, escaped, commented, blank or first)  # first: an empty file
 
 
-def _decodes(chunk: bytes) -> bool:
-    """Whether a chunk (whole characters: it ends at a line break) is UTF-8."""
-    if chunk.isascii():
-        return True
-    try:
-        chunk.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
+def _facts(data: mmap.mmap, o: CsvOptions) -> FileFacts:
+    quote, escape, comment = o.quote.encode(), o.escape.encode(), o.comment.encode()
+    quoted = bool(quote) and data.find(quote) >= 0
+    start = len(codecs.BOM_UTF8) if data[:3] == codecs.BOM_UTF8 else 0
+    # a final line break ends the file: nothing follows it for the automaton to match
+    blank = not quoted and (data[start : start + 1] <= b" " or _BLANK_START.search(data, start) is not None)
+    return FileFacts(
+        lone_cr=data.find(b"\r") >= 0 and _LONE_CR.search(data) is not None,
+        has_quote=quoted,
+        has_escape=quoted and bool(escape) and data.find(escape) >= 0,
+        has_comment=bool(comment) and data.find(comment) >= 0,
+        has_surrogate=data.find(b"\xed") >= 0 and ENCODED_SURROGATE.search(data) is not None,
+        blank_start=blank,
+    )
 
 
 def scan_native(path: str, options: CsvOptions, names: list[str]) -> pl.LazyFrame:
@@ -129,6 +134,7 @@ def scan_native(path: str, options: CsvOptions, names: list[str]) -> pl.LazyFram
     scan = pl.scan_csv(
         path, has_header=options.header, new_columns=placeholders, separator=options.sep, quote_char=None,
         null_values=options.null_value or None, truncate_ragged_lines=True, infer_schema=False,
+        encoding="utf8-lossy",
     )  # fmt: skip
     return scan.select(pl.col(c).alias(name) for c, name in zip(placeholders, names, strict=True))
 
@@ -136,6 +142,6 @@ def scan_native(path: str, options: CsvOptions, names: list[str]) -> pl.LazyFram
 def first_line_fields(path: str, options: CsvOptions) -> list[str | None]:
     """The first line's fields as Spark reads them in a file without quotes: empty or ``nullValue`` -> null."""
     with open(path, "rb") as handle:
-        line = handle.readline().removeprefix(codecs.BOM_UTF8).decode()
+        line = handle.readline().removeprefix(codecs.BOM_UTF8).decode(errors="replace")
     line = line.removesuffix("\n").removesuffix("\r")
     return [None if f in ("", options.null_value) else f for f in line.split(options.sep)]

@@ -31,7 +31,14 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.sources.csv_native import FileFacts, first_line_fields, plan_csv, scan_facts, scan_native
+from datacoolie_core.sources.csv_native import (
+    ENCODED_SURROGATE,
+    FileFacts,
+    first_line_fields,
+    plan_csv,
+    scan_facts,
+    scan_native,
+)
 from datacoolie_core.sources.options import CsvOptions
 
 _WS = "".join(chr(i) for i in range(33))
@@ -241,7 +248,10 @@ def _records(text: str, o: CsvOptions) -> list[str]:
 def _text(path: str, encoding: str, label: str) -> str:
     try:
         with open(path, "rb") as handle:
-            return handle.read().decode(encoding, errors="replace")
+            data = handle.read()
+        if codecs.lookup(encoding).name == "utf-8":  # Java replaces an encoded surrogate with one U+FFFD
+            data = ENCODED_SURROGATE.sub("\ufffd".encode(), data)
+        return data.decode(encoding, errors="replace")
     except OSError as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
 
@@ -259,9 +269,23 @@ def _inspect(path: str, o: CsvOptions, label: str, facts: FileFacts | None) -> _
     if codecs.lookup(o.encoding).name != "utf-8":
         return _decoded(path, o, label)
     facts = facts or scan_facts(path, o, label)
-    if not facts.valid_utf8 or facts.lone_cr:
+    if facts.lone_cr or not _valid_utf8(path, label):
         return _decoded(path, o, label)
     return _Look(None, facts.has_quote, facts.has_escape)
+
+
+def _valid_utf8(path: str, label: str) -> bool:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 24):
+                decoder.decode(chunk)
+            decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return False
+    except OSError as e:
+        raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
+    return True
 
 
 def _decoded(path: str, o: CsvOptions, label: str) -> _Look:

@@ -131,6 +131,10 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "native-comment-absent": ("a,b\n1,x\n", {**H, "comment": "#"}),
     "native-quoting-off": ('a,b\n"x",y"\\"\n', {**H, "quote": ""}),
     "native-infer": ("a,b,c\n1,2.5,2024-01-01\n,x,2024-01-02\n", HI),
+    "native-invalid-utf8-sequences": (
+        b"id,n\xe9\n1,caf\xe9\n2,\xe6\x97x\n3,\xc0\xafy\n4,\xed\x9f\xbfz\n5,\x80\x80w\n6,\xf4\x90\x80\x80v\n7,\xe6\x97\xa5\xe6\n",
+        H,
+    ),
     "native-no-final-newline-short": ("a,b,c\n1,x", H),
     "exact-one-quote-late": ('a,b\n1,x\n2,"y,z"\n', H),
     "exact-escape-is-quote-late": ('a,b\n1,x\n2,"y""z"\n', {**H, "escape": '"'}),
@@ -140,6 +144,8 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "exact-leading-space-value": ("a,b\n 1,x\n", H),
     "exact-leading-space-header": (" a,b\n1,x\n", H),
     "exact-comment-present": ("a,b\n1,x#y\n#c,d\n", {**H, "comment": "#"}),
+    "exact-invalid-utf8-quoted": (b'id,name\n1,"caf\xe9"\n2,\xe6\x97x\n', H),
+    "exact-encoded-surrogates": (b"id,n\n1,\xed\xa0\x80z\n2,\xed\xbf\xbf\n3,\xed\xa0\n", H),
     "exact-lone-cr-late": ("a,b\n1,x\n2,y\r3,z\n", H),
 }
 
