@@ -135,6 +135,9 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
         b"id,n\xe9\n1,caf\xe9\n2,\xe6\x97x\n3,\xc0\xafy\n4,\xed\x9f\xbfz\n5,\x80\x80w\n6,\xf4\x90\x80\x80v\n7,\xe6\x97\xa5\xe6\n",
         H,
     ),
+    "native-header-trailing-separator": ("a,b,\n1,2,3\n4\n", H),
+    "native-single-column": ("a\n1\nx y\n", H),
+    "native-space-separator": ("a b\n1  x\n", {**H, "sep": " "}),
     "native-no-final-newline-short": ("a,b,c\n1,x", H),
     "exact-one-quote-late": ('a,b\n1,x\n2,"y,z"\n', H),
     "exact-escape-is-quote-late": ('a,b\n1,x\n2,"y""z"\n', {**H, "escape": '"'}),
@@ -146,6 +149,7 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "exact-comment-present": ("a,b\n1,x#y\n#c,d\n", {**H, "comment": "#"}),
     "exact-invalid-utf8-quoted": (b'id,name\n1,"caf\xe9"\n2,\xe6\x97x\n', H),
     "exact-encoded-surrogates": (b"id,n\n1,\xed\xa0\x80z\n2,\xed\xbf\xbf\n3,\xed\xa0\n", H),
+    "exact-space-separator-leading-empty": ("a b\n 1 x\n", {**H, "sep": " "}),
     "exact-lone-cr-late": ("a,b\n1,x\n2,y\r3,z\n", H),
 }
 
