@@ -55,8 +55,7 @@ class FileFacts:
     has_surrogate: bool
     """An :data:`ENCODED_SURROGATE` occurs."""
     blank_start: bool
-    """Some line (or the file, after a BOM) starts with a byte up to the space, or the file is empty;
-    looked for only when the quote does not occur (which alone sends the file to the exact reader)."""
+    """Some line (or the file, after a BOM) starts with a byte up to the space, or the file is empty."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +64,8 @@ class CsvPlan:
 
     reader: Reader
     reason: str = ""
+    quoted: bool = False
+    """The native scan honours the quote (every quoted field in the file is a clean one)."""
 
 
 def plan_csv(path: str, options: CsvOptions, *, label: str) -> tuple[CsvPlan, FileFacts | None]:
@@ -73,7 +74,36 @@ def plan_csv(path: str, options: CsvOptions, *, label: str) -> tuple[CsvPlan, Fi
     if reason:
         return CsvPlan("exact", reason), None
     facts = scan_facts(path, options, label)
-    return CsvPlan("exact", _facts_reason(facts)) if _facts_reason(facts) else CsvPlan("native"), facts
+    reason = _facts_reason(facts)
+    if reason or not facts.has_quote:
+        return CsvPlan("exact" if reason else "native", reason), facts
+    reason = _quotes_reason(path, options)
+    return CsvPlan("exact", reason) if reason else CsvPlan("native", quoted=True), facts
+
+
+def _quotes_reason(path: str, o: CsvOptions) -> str:
+    """Why the quotes in ``path`` could read differently in Polars (RFC 4180) and Spark, or ``""``.
+
+    They read alike when every line is fields that are either unquoted without the quote, or a
+    quote, one or more characters that are neither quote, escape nor line break, and a quote right
+    before the separator or the line end: no escapes, doubled quotes, quoted empties, blanks or text
+    around quotes, unclosed quotes or quoted line breaks, where the two differ.
+    """
+    if o.null_value:
+        return "nullValue with quotes"
+    q, e, sep = rust_literal(o.quote), rust_literal(o.escape), rust_literal(o.sep)
+    field = f"(?:{q}[^{q}{e}\\n]+{q}|[^{q}{sep}\\n]*)"
+    clean = pl.col("line").str.contains(f"^{field}(?:{sep}{field})*\\r?$")
+    try:
+        alike = pl.scan_lines(path, name="line").select(clean.all()).collect().item()
+    except pl.exceptions.PolarsError:  # not UTF-8: the exact reader decodes it
+        alike = False
+    return "" if alike else "a quoted field the readers differ on"
+
+
+def rust_literal(text: str) -> str:
+    """``text`` as a literal in a Rust (Polars) regular expression."""
+    return "".join(c if c.isalnum() else f"\\x{{{ord(c):X}}}" for c in text)
 
 
 def _options_reason(o: CsvOptions) -> str:
@@ -91,7 +121,7 @@ def _options_reason(o: CsvOptions) -> str:
 
 
 def _facts_reason(f: FileFacts) -> str:
-    checks = [(f.lone_cr, "a lone \\r line end"), (f.has_quote, "the quote occurs"),
+    checks = [(f.lone_cr, "a lone \\r line end"),
               (f.has_comment, "the comment character occurs"), (f.blank_start, "a line starts with a blank"),
               (f.has_surrogate, "an encoded surrogate")]  # fmt: skip
     return next((reason for failed, reason in checks if failed), "")
@@ -114,7 +144,7 @@ def _facts(data: mmap.mmap, o: CsvOptions) -> FileFacts:
     quoted = bool(quote) and data.find(quote) >= 0
     start = len(codecs.BOM_UTF8) if data[:3] == codecs.BOM_UTF8 else 0
     # a final line break ends the file: nothing follows it for the automaton to match
-    blank = not quoted and (data[start : start + 1] <= b" " or _BLANK_START.search(data, start) is not None)
+    blank = data[start : start + 1] <= b" " or _BLANK_START.search(data, start) is not None
     return FileFacts(
         lone_cr=data.find(b"\r") >= 0 and _LONE_CR.search(data) is not None,
         has_quote=quoted,
@@ -125,23 +155,22 @@ def _facts(data: mmap.mmap, o: CsvOptions) -> FileFacts:
     )
 
 
-def scan_native(path: str, options: CsvOptions, names: list[str]) -> pl.LazyFrame:
+def scan_native(path: str, options: CsvOptions, names: list[str], *, quoted: bool) -> pl.LazyFrame:
     """``path`` through Polars' CSV scan, every column a String named ``names``.
 
     The first line sets the width (with ``header`` Polars reads it as the header), as in Spark.
     """
     placeholders = [f"_c{i}" for i in range(len(names))]
     scan = pl.scan_csv(
-        path, has_header=options.header, new_columns=placeholders, separator=options.sep, quote_char=None,
-        null_values=options.null_value or None, truncate_ragged_lines=True, infer_schema=False,
-        encoding="utf8-lossy",
+        path, has_header=options.header, new_columns=placeholders, separator=options.sep,
+        quote_char=options.quote if quoted else None, null_values=options.null_value or None,
+        truncate_ragged_lines=True, infer_schema=False, encoding="utf8-lossy",
     )  # fmt: skip
     return scan.select(pl.col(c).alias(name) for c, name in zip(placeholders, names, strict=True))
 
 
-def first_line_fields(path: str, options: CsvOptions) -> list[str | None]:
-    """The first line's fields as Spark reads them in a file without quotes: empty or ``nullValue`` -> null."""
+def first_line(path: str) -> str:
+    """The file's first line (the header or first row: the native scan has no blank or comment lines)."""
     with open(path, "rb") as handle:
         line = handle.readline().removeprefix(codecs.BOM_UTF8).decode(errors="replace")
-    line = line.removesuffix("\n").removesuffix("\r")
-    return [None if f in ("", options.null_value) else f for f in line.split(options.sep)]
+    return line.removesuffix("\n").removesuffix("\r")

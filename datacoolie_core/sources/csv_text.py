@@ -34,8 +34,9 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.sources.csv_native import (
     ENCODED_SURROGATE,
     FileFacts,
-    first_line_fields,
+    first_line,
     plan_csv,
+    rust_literal,
     scan_facts,
     scan_native,
 )
@@ -46,20 +47,21 @@ _WS = "".join(chr(i) for i in range(33))
 _RUST_WS = r"[\x{0}-\x{20}]*"
 _BOM = "\ufeff"
 _LINE = "line"
+_rx = rust_literal
 _TOKENS = "__tokens"
 
 
 def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFrame | None:
     """The rows of one CSV file, every column a String; ``None`` for a file without a line.
 
-    Polars' CSV scan reads it when it reads it as Spark does (:func:`plan_csv`), else the tokenizer here.
+    Polars' CSV scan reads it when it reads it as Spark does (:func:`plan_csv`), else the tokenizer
+    here; the header is read here in both cases.
     """
     plan, facts = plan_csv(path, options, label=label)
     if plan.reader == "native":
-        fields = first_line_fields(path, options)
-        names = _names(fields) if options.header else [f"_c{i}" for i in range(len(fields))]
-        return scan_native(path, options, names)
-    lines, quoted, options = _lines(path, options, label, facts)
+        lines, quoted = pl.LazyFrame({_LINE: [first_line(path)]}, schema={_LINE: pl.String}), plan.quoted
+    else:
+        lines, quoted, options = _lines(path, options, label, facts)
     first = _collect(lines.head(1), label)
     if first.height == 0:
         return None
@@ -70,6 +72,8 @@ def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFr
         lines = lines.slice(1)
     else:
         names = placeholders
+    if plan.reader == "native":
+        return scan_native(path, options, names, quoted=quoted)
     lines = _apply_mode(lines, width, options, quoted, path, label)
     return _fields(lines, names, options, quoted)
 
@@ -127,11 +131,6 @@ def _field_pattern(o: CsvOptions) -> str:
     lead = _RUST_WS if o.ignore_leading_white_space else ""
     quoted = _quoted(o, _rx)
     return f"{lead}{quoted}[ \\t]*{sep}|{lead}{quoted}{raw}{sep}|{lead}{_rx(o.quote)}(?s:.*)|{plain}"
-
-
-def _rx(text: str) -> str:
-    """``text`` as a literal in a Rust (Polars) regular expression."""
-    return "".join(c if c.isalnum() else f"\\x{{{ord(c):X}}}" for c in text)
 
 
 def _quoted(o: CsvOptions, esc: Callable[[str], str], *, capture: bool = False) -> str:

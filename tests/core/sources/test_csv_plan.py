@@ -16,6 +16,7 @@ from datacoolie_core.sources.options import csv_options
 from tests.core.sources.test_file_spark_oracle import CSV_CASES
 
 H = {"header": "true"}
+Q = "a quoted field the readers differ on"
 
 PLANS: dict[str, tuple[str | bytes, dict[str, str], str]] = {
     "plain": ("a,b\n1,x\n", H, ""),
@@ -28,8 +29,17 @@ PLANS: dict[str, tuple[str | bytes, dict[str, str], str]] = {
     "quoting-off": ('a,b\n"x",y\n', {**H, "quote": ""}, ""),
     "single-quote-with-double-quotes": ('a,b\n"x",y\n', {**H, "quote": "'"}, ""),
     "multibyte": ("a,b\n1,Zoë\n", H, ""),
-    "quote-in-a-value": ('a,b\n1,x"y\n', H, "the quote occurs"),
-    "quote-in-the-header": ('"a",b\n1,x\n', H, "the quote occurs"),
+    "clean-quoted-fields": ('"a",b\n1,"x, y"\n', H, ""),
+    "quote-in-a-value": ('a,b\n1,x"y\n', H, Q),
+    "quoted-empty": ('a,b\n1,""\n', H, Q),
+    "doubled-quote": ('a,b\n1,"x""y"\n', H, Q),
+    "escape-in-quotes": ('a,b\n1,"x\\"y"\n', H, Q),
+    "blank-after-quote": ('a,b\n1,"x" \n', H, Q),
+    "blank-before-quote": ('a,b\n1, "x"\n', H, Q),
+    "unclosed-quote": ('a,b\n1,"x\n', H, Q),
+    "quoted-line-break": ('a,b\n1,"x\ny"\n', H, Q),
+    "quotes-and-null-value": ('a,b\n1,"x"\n', {**H, "nullValue": "NA"}, "nullValue with quotes"),
+    "quotes-and-invalid-utf8": (b'a,b\n1,"caf\xe9"\n', H, Q),
     "empty-line": ("a,b\n\n1,x\n", H, "a line starts with a blank"),
     "trailing-empty-line": ("a,b\n1,x\n\n", H, "a line starts with a blank"),
     "whitespace-line": ("a,b\n \t\n1,x\n", H, "a line starts with a blank"),
@@ -78,7 +88,8 @@ def test_the_oracle_boundary_cases_take_the_reader_they_are_named_for(tmp_path: 
     ("last", "reason"),
     [
         ("\n\n", "a line starts with a blank"),
-        ('3,"z"\n', "the quote occurs"),
+        ('3,"z" \n', Q),
+        ('3,"z"\n', ""),
         ("3,x\r4,y\n", "a lone \\r line end"),
         ("3,x\r\n", ""),
     ],
