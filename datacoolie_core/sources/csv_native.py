@@ -49,6 +49,8 @@ class FileFacts:
 
     lone_cr: bool
     has_quote: bool
+    doubled_quote: bool
+    """Two quotes in a row: a quoted empty or a doubled quote, never in a clean file."""
     has_escape: bool
     """Looked for only when the quote occurs (an escape matters inside quotes only)."""
     has_comment: bool
@@ -77,7 +79,7 @@ def plan_csv(path: str, options: CsvOptions, *, label: str) -> tuple[CsvPlan, Fi
     reason = _facts_reason(facts)
     if reason or not facts.has_quote:
         return CsvPlan("exact" if reason else "native", reason), facts
-    reason = _quotes_reason(path, options)
+    reason = "a doubled quote" if facts.doubled_quote else _quotes_reason(path, options)
     return CsvPlan("exact", reason) if reason else CsvPlan("native", quoted=True), facts
 
 
@@ -132,7 +134,7 @@ def scan_facts(path: str, o: CsvOptions, label: str) -> FileFacts:
     try:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size == 0:
-                return FileFacts(False, False, False, False, False, blank_start=True)
+                return FileFacts(False, False, False, False, False, False, blank_start=True)
             with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 return _facts(data, o)
     except OSError as e:
@@ -148,6 +150,7 @@ def _facts(data: mmap.mmap, o: CsvOptions) -> FileFacts:
     return FileFacts(
         lone_cr=data.find(b"\r") >= 0 and _LONE_CR.search(data) is not None,
         has_quote=quoted,
+        doubled_quote=quoted and data.find(quote * 2) >= 0,
         has_escape=quoted and bool(escape) and data.find(escape) >= 0,
         has_comment=bool(comment) and data.find(comment) >= 0,
         has_surrogate=data.find(b"\xed") >= 0 and ENCODED_SURROGATE.search(data) is not None,

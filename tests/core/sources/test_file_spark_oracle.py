@@ -146,6 +146,7 @@ CSV_CASES: dict[str, tuple[str | bytes, dict[str, str]]] = {
     "native-quoted-single-quote": ("a,b\n'x,y',z\n'\"',w\n", {**H, "quote": "'"}),
     "native-quoted-no-header": ('"x,y",1\n"z",\n', {}),
     "native-quoted-custom-escape-absent": ("a,b\n'x\\y',z\n", {**H, "quote": "'", "escape": "^"}),
+    "native-quoted-single-quote-double-quotes-plain": ('a,b\n1,\'x\'\n2,"p""q"\n', {**H, "quote": "'"}),
     "exact-quoted-empty": ('a,b\n1,""\n', H),
     "exact-quoted-escape": ('a,b\n1,"x\\"y"\n', H),
     "exact-quoted-backslash-end": ('a,b\n1,"x\\\\"\n', H),
