@@ -6,7 +6,8 @@ about it; :func:`plan_csv` routes a file to ``pl.scan_csv`` only when none of Sp
 can apply to it, so both read the same rows:
 
 * no quote character in the file: no field is quoted, so escape, ``emptyValue`` and Spark's quote
-  rules never apply (an escape outside quotes is plain text to both);
+  rules never apply (an escape outside quotes is plain text to both); or only clean quoted fields
+  and no ``nullValue`` (:func:`_quotes_reason`, one more Polars pass), read with the quote;
 * no line starting with a byte up to the space: no empty or whitespace-only line for Spark to skip
   (Polars would read a row from a blank one), and no leading blanks (read as is by both, but cheaper
   to route than to prove);
@@ -45,7 +46,7 @@ one U+FFFD, Python and Polars with one per byte."""
 
 @dataclass(frozen=True)
 class FileFacts:
-    """What one pass over a file's bytes found."""
+    """What a look at a file's bytes found."""
 
     lone_cr: bool
     has_quote: bool
