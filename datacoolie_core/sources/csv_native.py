@@ -16,9 +16,9 @@ can apply to it, so both read the same rows:
 * no ``comment`` character in the file, a one-byte ASCII separator, mode PERMISSIVE (short rows padded
   with nulls, long ones cut: ``truncate_ragged_lines``), no ``multiLine`` and no white-space trimming.
 
-The first line is split here (no quotes: a plain split) for Spark's header names; an unquoted empty
-field and one equal to ``nullValue`` are null in both (``null_values``). Anything else takes the
-exact path.
+The header (names, width) is read from :func:`first_line` by the exact tokenizer in :mod:`csv_text`;
+an unquoted empty field and one equal to ``nullValue`` are null in both readers (``null_values``).
+Anything else takes the exact path.
 """
 
 from __future__ import annotations
