@@ -31,6 +31,15 @@ from dataclasses import dataclass, replace
 import polars as pl
 
 from datacoolie_core.errors import SourceError
+from datacoolie_core.sources.csv_native import (
+    ENCODED_SURROGATE,
+    FileFacts,
+    first_line,
+    plan_csv,
+    rust_literal,
+    scan_facts,
+    scan_native,
+)
 from datacoolie_core.sources.options import CsvOptions
 
 _WS = "".join(chr(i) for i in range(33))
@@ -38,12 +47,21 @@ _WS = "".join(chr(i) for i in range(33))
 _RUST_WS = r"[\x{0}-\x{20}]*"
 _BOM = "\ufeff"
 _LINE = "line"
+_rx = rust_literal
 _TOKENS = "__tokens"
 
 
 def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFrame | None:
-    """The rows of one CSV file, every column a String; ``None`` for a file without a line."""
-    lines, quoted, options = _lines(path, options, label)
+    """The rows of one CSV file, every column a String; ``None`` for a file without a line.
+
+    Polars' CSV scan reads it when it reads it as Spark does (:func:`plan_csv`), else the tokenizer
+    here; the header is read here in both cases.
+    """
+    plan, facts = plan_csv(path, options, label=label)
+    if plan.reader == "native":
+        lines, quoted = pl.LazyFrame({_LINE: [first_line(path)]}, schema={_LINE: pl.String}), plan.quoted
+    else:
+        lines, quoted, options = _lines(path, options, label, facts)
     first = _collect(lines.head(1), label)
     if first.height == 0:
         return None
@@ -54,6 +72,8 @@ def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFr
         lines = lines.slice(1)
     else:
         names = placeholders
+    if plan.reader == "native":
+        return scan_native(path, options, names, quoted=quoted)
     lines = _apply_mode(lines, width, options, quoted, path, label)
     return _fields(lines, names, options, quoted)
 
@@ -77,7 +97,9 @@ def _tokens(lines: pl.LazyFrame, o: CsvOptions, quoted: bool) -> pl.LazyFrame:
     return lines.select((pl.col(_LINE) + o.sep).str.extract_all(_field_pattern(o)).alias(_TOKENS))
 
 
-def _lines(path: str, options: CsvOptions, label: str) -> tuple[pl.LazyFrame, bool, CsvOptions]:
+def _lines(
+    path: str, options: CsvOptions, label: str, facts: FileFacts | None
+) -> tuple[pl.LazyFrame, bool, CsvOptions]:
     """The file's non-blank, non-comment lines; whether a field can be quoted (the quote occurs); the
     options for this file (``escape`` off when it never occurs: the same result, a cheaper read)."""
     if options.multi_line:
@@ -87,7 +109,7 @@ def _lines(path: str, options: CsvOptions, label: str) -> tuple[pl.LazyFrame, bo
         quoted = bool(options.quote) and options.quote in text
         escaped = bool(options.escape) and options.escape in text
     else:
-        look = _inspect(path, options, label)
+        look = _inspect(path, options, label, facts)
         # another charset or bad UTF-8: Spark decodes with the charset, undecodable bytes become U+FFFD
         lines = pl.scan_lines(path if look.text is None else look.text.encode(), name=_LINE)
         quoted, escaped = look.has_quote, look.has_escape
@@ -109,11 +131,6 @@ def _field_pattern(o: CsvOptions) -> str:
     lead = _RUST_WS if o.ignore_leading_white_space else ""
     quoted = _quoted(o, _rx)
     return f"{lead}{quoted}[ \\t]*{sep}|{lead}{quoted}{raw}{sep}|{lead}{_rx(o.quote)}(?s:.*)|{plain}"
-
-
-def _rx(text: str) -> str:
-    """``text`` as a literal in a Rust (Polars) regular expression."""
-    return "".join(c if c.isalnum() else f"\\x{{{ord(c):X}}}" for c in text)
 
 
 def _quoted(o: CsvOptions, esc: Callable[[str], str], *, capture: bool = False) -> str:
@@ -230,7 +247,10 @@ def _records(text: str, o: CsvOptions) -> list[str]:
 def _text(path: str, encoding: str, label: str) -> str:
     try:
         with open(path, "rb") as handle:
-            return handle.read().decode(encoding, errors="replace")
+            data = handle.read()
+        if codecs.lookup(encoding).name == "utf-8":  # Java replaces an encoded surrogate with one U+FFFD
+            data = ENCODED_SURROGATE.sub("\ufffd".encode(), data)
+        return data.decode(encoding, errors="replace")
     except OSError as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
 
@@ -243,27 +263,28 @@ class _Look:
     has_escape: bool
 
 
-def _inspect(path: str, o: CsvOptions, label: str) -> _Look:
-    """One streaming pass over the bytes: valid UTF-8? lone ``\\r`` line ends? do quote and escape occur?"""
+def _inspect(path: str, o: CsvOptions, label: str, facts: FileFacts | None) -> _Look:
+    """Valid UTF-8 without lone ``\\r`` line ends is read by Polars as is; else the decoded text."""
     if codecs.lookup(o.encoding).name != "utf-8":
         return _decoded(path, o, label)
+    facts = facts or scan_facts(path, o, label)
+    if facts.lone_cr or not _valid_utf8(path, label):
+        return _decoded(path, o, label)
+    return _Look(None, facts.has_quote, facts.has_escape)
+
+
+def _valid_utf8(path: str, label: str) -> bool:
     decoder = codecs.getincrementaldecoder("utf-8")()
-    quote, escape = o.quote.encode(), o.escape.encode()
-    found, escaped, lone_cr, tail = False, False, False, b""
     try:
         with open(path, "rb") as handle:
             while chunk := handle.read(1 << 24):
                 decoder.decode(chunk)
-                found = found or (bool(quote) and quote in tail + chunk)
-                escaped = escaped or (bool(escape) and escape in tail + chunk)
-                lone_cr = lone_cr or chunk.count(b"\r") != chunk.count(b"\r\n")
-                tail = chunk[-4:]
             decoder.decode(b"", final=True)
     except UnicodeDecodeError:
-        return _decoded(path, o, label)
+        return False
     except OSError as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}") from e
-    return _decoded(path, o, label) if lone_cr else _Look(None, found, escaped)
+    return True
 
 
 def _decoded(path: str, o: CsvOptions, label: str) -> _Look:
