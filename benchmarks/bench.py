@@ -101,7 +101,8 @@ def metadata(root: Path) -> dict[str, Any]:
         "connections": [
             {"name": "landing_parquet", "format": "parquet", "configure": {"base_path": str(root / "landing")}},
             {"name": "landing_jsonl", "format": "jsonl", "configure": {"base_path": str(root / "landing")}},
-            {"name": "landing_csv", "format": "csv", "configure": {"base_path": str(root / "landing")}},
+            {"name": "landing_csv", "format": "csv",
+             "configure": {"base_path": str(root / "landing"), "read_options": {"header": "true"}}},
             {"name": "bronze", "format": "delta", "configure": {"base_path": str(root / "work")}},
             {"name": "lake", "format": "delta", "configure": {"base_path": str(root / "work")}},
         ],
@@ -184,7 +185,9 @@ def run_plain(root: Path, scenario: str) -> None:
 
 
 def _scan_with_lineage(pl: Any, fmt: str, path: Path) -> Any:
-    scan = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": pl.scan_csv}[fmt](path)
+    # CSV columns are text, as Spark (and so DataCoolie) reads a CSV without inferSchema or hints
+    csv = lambda p: pl.scan_csv(p, infer_schema=False)  # noqa: E731
+    scan = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": csv}[fmt](path)
     mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     return scan.with_columns(
         pl.lit(path.name).alias("__file_name"),
