@@ -28,6 +28,7 @@ from sqlglot import exp
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
+from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
 from datacoolie_core.sources.file import EXTENSIONS, list_files
 from datacoolie_core.sources.finalize import source_label
@@ -108,7 +109,9 @@ def _file_fingerprint(dataflow: DataFlow, fmt: str, label: str) -> Fingerprint:
 
 def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
     source = dataflow.source
-    dialect = get_dialect(source.connection, label)
+    # the probe connects as a run does: with the secrets of `secrets_ref`, not their names
+    connection = resolve_connection_secrets(source.connection, EnvSecretProvider())
+    dialect = get_dialect(connection, label)
     if source.query:
         base: exp.Query = parse_query(source.query, dialect, label=label)
     elif source.table:
@@ -117,13 +120,13 @@ def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
         raise SourceError(f"{label}: a database source needs table or query")
     columns = [c for c in source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
     sql = _probe_sql(base, columns).sql(dialect=dialect)
-    with connect(source.connection, dialect, label) as conn:
+    with connect(connection, dialect, label) as conn:
         try:
             cursor = conn.cursor()
             cursor.execute(sql)
             row = cursor.fetchone()
         except driver_errors() as e:
-            message = scrub(str(e), source.connection)
+            message = scrub(str(e), connection)
             raise SourceError(f"{label}: cannot probe the source for new rows ({sql}): {message}") from e
     return {"rows": int(row[0]), "max": {c: _jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
 

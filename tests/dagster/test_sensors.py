@@ -363,3 +363,20 @@ def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(
     assert observed is not None
     assert observed.asset_observation is not None
     assert pl.read_delta(str(tmp_path / "lake" / "bronze" / "sales" / "orders")).height == 2
+
+
+def test_a_database_whose_location_is_a_secret_is_probed_with_the_secret(
+    root: Path, instance: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    document = json.loads((root / "metadata.json").read_text(encoding="utf-8"))
+    (crm,) = [c for c in document["connections"] if c["name"] == "crm"]
+    crm["configure"]["database"] = "DC_TEST_CRM_DATABASE"  # the name of the secret, not the file
+    crm["secrets_ref"] = {"": ["database"]}
+    (root / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    monkeypatch.setenv("DC_TEST_CRM_DATABASE", "./crm.db")
+    land_all(root)
+
+    data = tick(root, instance)
+
+    assert CUSTOMERS_KEY in requested(data)[0][1]
+    assert json.loads(data.cursor)["tables"][CUSTOMERS_KEY] is not None
