@@ -18,8 +18,7 @@ errors see the content: every output of the process masks it from then on.
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from datacoolie_core.errors import TerminalError
@@ -190,15 +189,3 @@ def secret_values(connection: Connection) -> set[str]:
         if isinstance(value, SecretValue) or (key in SECRET_KEYS and key not in unresolved and value):
             found.add(str(value))
     return {v for v in found if v}
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every occurrence of every non-empty secret replaced by ``***``.
-
-    Longer secrets are replaced first, so a secret containing another is masked whole.
-    """
-    ordered = sorted({s for s in secrets if s}, key=len, reverse=True)
-    if not ordered or not text:
-        return text
-    pattern = re.compile("|".join(re.escape(s) for s in ordered))
-    return pattern.sub(REDACTED, text)

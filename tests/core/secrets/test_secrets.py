@@ -14,7 +14,6 @@ from datacoolie_core.secrets import (
     EnvSecretProvider,
     SecretError,
     SecretValue,
-    redact,
     resolve_connection_secrets,
     secret_values,
 )
@@ -169,20 +168,3 @@ def test_secret_values_are_the_resolved_and_inline_secrets(monkeypatch: pytest.M
 
     assert secret_values(connection) == {"inline-token"}  # the unresolved password is only a name
     assert secret_values(resolve_connection_secrets(connection, LocalPlatform())) == {"pw-value-5", "inline-token"}
-
-
-@pytest.mark.parametrize(
-    ("text", "secrets", "expected"),
-    [
-        ("login pw1 failed", ["pw1"], "login *** failed"),
-        ("pw1 and pw1", ["pw1"], "*** and ***"),
-        ("token abcdef", ["abc", "abcdef"], "token ***"),
-        ("nothing here", ["pw1"], "nothing here"),
-        ("keep", ["", "x"], "keep"),
-        ("keep", [], "keep"),
-        ("a.b*c", ["a.b*c"], "***"),
-    ],
-    ids=["one", "every-occurrence", "longest-first", "absent", "empty-secret-ignored", "no-secrets", "regex-chars"],
-)
-def test_redact(text: str, secrets: list[str], expected: str) -> None:
-    assert redact(text, secrets) == expected
