@@ -77,9 +77,9 @@ class FileReader:
         folder = _folder(source, label)
         hive = source.connection.configure.use_hive_partitioning
         listed = list_files(folder, EXTENSIONS[fmt], recursive=hive, label=label)
-        for info in listed:  # a file symlinked out of the root is refused (docs/confinement.md)
-            ensure_confined(source.connection.base_path or folder, info.path, what="source file")
         files = prune_by_mtime(listed, source, request, label=label)
+        for info in files:  # a file read through a symlink out of the root is refused (docs/confinement.md)
+            ensure_confined(source.connection.base_path or folder, info.path, what="source file")
         action: dict[str, Any] = {"path": folder, "format": fmt, "files_listed": len(listed),
                                   "files_read": [f.path for f in files]}  # fmt: skip
         if not files:
