@@ -28,12 +28,10 @@ import dagster as dg
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
-from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.partitions import dagster_option
+from datacoolie_dagster.settings import dagster_settings
 
 POOL_PREFIX = "datacoolie/"
 LIMITS_SENSOR = "datacoolie_pool_limits"
-_PATH = f"configure.{CONFIGURE_KEY}.max_runs"
 
 
 def pool_for(stage: str) -> str:
@@ -75,21 +73,9 @@ def max_runs_of(dataflows: Iterable[DataFlow], default: int | None = None) -> in
     """The smallest ``configure.dagster.max_runs`` of ``dataflows``, else ``default``.
 
     Raises:
-        MetadataError: a ``max_runs`` that is not a positive integer, naming every such dataflow.
+        MetadataError: a dataflow whose ``configure.dagster`` is invalid (checked at load for a file).
     """
-    found: list[int] = []
-    issues: list[MetadataIssue] = []
-    for dataflow in dataflows:
-        value = dagster_option(dataflow, "max_runs")
-        if value is None:
-            continue
-        if not _positive(value):
-            message = f"must be a positive integer, got {value!r}"
-            issues.append(MetadataIssue(_PATH, message, subject=f"dataflow '{dataflow.name}'"))
-        else:
-            found.append(value)
-    if issues:
-        raise MetadataError(issues)
+    found = [limit for d in dataflows if (limit := dagster_settings(d).max_runs) is not None]
     return min(found, default=default)
 
 

@@ -7,23 +7,22 @@
 Calendar intervals become time-window partitions whose windows are exactly the driver's aligned
 chunks (months:3 = calendar quarters, hours:6 = 00/06/12/18 …); an integer ``step`` range becomes
 static keys in range order (Dagster has no integer partitions). Materializing a partition replays
-exactly its window.
+exactly its window. The settings are typed and checked in :mod:`datacoolie_dagster.settings`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC
 from typing import Any
 
 import dagster as dg
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.orchestration.replay import Chunk, chunk_key, chunk_windows
 from datacoolie_dagster.constants import CONFIGURE_KEY
+from datacoolie_dagster.settings import PartitionsSettings, as_datetime, dagster_settings
 
 _CRON = {"years": "0 0 1 1 *", "months": "0 0 1 {n} *", "days": "0 0 * * *", "hours": "0 {n} * * *",
          "minutes": "{n} * * * *", "weeks": "0 0 * * 1"}  # fmt: skip
@@ -32,28 +31,8 @@ _FORMATS = {"years": "%Y", "months": "%Y-%m", "weeks": "%Y-%m-%d", "days": "%Y-%
             "minutes": "%Y-%m-%dT%H:%M"}  # fmt: skip
 
 
-class PartitionsConfig(BaseModel):
-    """``configure.dagster.partitions``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    start: int | date | datetime | str
-    end: int | date | datetime | str | None = None
-    chunk_interval: dict[str, int]
-    chunk_column: str | None = None
-    """Column a partition's window selects on; default the first watermark column."""
-    timezone: str = "UTC"
-    save_watermark: bool = False
-    """Save the source-observed watermark after each partition (off: partitions never move state)."""
-
-
-class DagsterConfig(BaseModel):
-    """``configure.dagster`` of a dataflow (every key optional)."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    partitions: PartitionsConfig | None = None
-    max_partitions_per_run: int | None = Field(None, ge=1)
+PartitionsConfig = PartitionsSettings
+"""The former name of :class:`~datacoolie_dagster.settings.PartitionsSettings`."""
 
 
 @dataclass(frozen=True)
@@ -86,38 +65,15 @@ class TablePartitioning:
         return int(match[1]), int(match[2])
 
 
-def dagster_config(dataflow: DataFlow) -> DagsterConfig:
-    """Parse ``configure.dagster`` of a dataflow; a bad value is a MetadataError naming the dataflow."""
-    raw = dataflow.configure.get(CONFIGURE_KEY) or {}
-    try:
-        return DagsterConfig.model_validate(raw)
-    except ValidationError as e:
-        issues = [
-            MetadataIssue(
-                f"configure.{CONFIGURE_KEY}." + ".".join(str(p) for p in err["loc"]),
-                err["msg"],
-                subject=f"dataflow '{dataflow.name}'",
-            )
-            for err in e.errors(include_url=False)
-        ]
-        raise MetadataError(issues) from None
-
-
-def dagster_option(dataflow: DataFlow, key: str, default: Any = None) -> Any:
-    """An extra key of ``configure.dagster`` (``schedule``, ``sensor``, ``max_runs``), as written.
-
-    Its owner checks the value (with the dataflow and the key in the error).
-    """
-    return (dagster_config(dataflow).model_extra or {}).get(key, default)
-
-
 def table_partitioning(dataflows: list[DataFlow]) -> TablePartitioning | None:
     """The partitioning of a destination table; fan-in dataflows must agree."""
-    configs = {d.name: dagster_config(d) for d in dataflows}
-    declared = {name: c for name, c in configs.items() if c.partitions is not None}
+    settings = [dagster_settings(d) for d in dataflows]
+    declared = [s for s in settings if s.partitions is not None]
     if not declared:
         return None
-    if len(declared) != len(dataflows) or len({c.model_dump_json() for c in declared.values()}) > 1:
+    # the other keys (schedule, sensor, max_runs) are read per dataflow or per stage, not per table
+    shapes = {(s.partitions.model_dump_json() if s.partitions else "", s.max_partitions_per_run) for s in declared}
+    if len(declared) != len(dataflows) or len(shapes) > 1:
         names = ", ".join(f"'{d.name}'" for d in dataflows)
         raise MetadataError(
             [
@@ -128,44 +84,26 @@ def table_partitioning(dataflows: list[DataFlow]) -> TablePartitioning | None:
                 )
             ]
         )
-    name, config = next(iter(declared.items()))
+    config = declared[0]
     assert config.partitions is not None
-    try:
-        partitions_def = build_partitions_def(config.partitions)
-    except MetadataError as e:  # name the dataflow: the bare config does not know it
-        issues = [
-            MetadataIssue(f"configure.{CONFIGURE_KEY}.partitions", i.message, subject=f"dataflow '{name}'")
-            for i in e.issues
-        ]
-        raise MetadataError(issues) from None
-    return TablePartitioning(config.partitions, partitions_def, config.max_partitions_per_run)
+    return TablePartitioning(config.partitions, build_partitions_def(config.partitions), config.max_partitions_per_run)
 
 
-def build_partitions_def(config: PartitionsConfig) -> dg.PartitionsDefinition:
-    """A partitions definition whose keys are the driver's chunks of ``config``."""
-    if len(config.chunk_interval) != 1:
-        raise MetadataError(
-            f"configure.dagster.partitions.chunk_interval needs exactly one unit, got {config.chunk_interval}"
-        )
+def build_partitions_def(config: PartitionsSettings) -> dg.PartitionsDefinition:
+    """A partitions definition whose keys are the driver's chunks of ``config`` (checked by its model)."""
     ((unit, amount),) = config.chunk_interval.items()
-    if amount < 1:
-        raise MetadataError(f"chunk_interval {{'{unit}': {amount}}} must be a positive integer")
     if unit == "step":
-        return _static(config, amount)
-    if unit not in _CRON:
-        raise MetadataError(f"unknown chunk_interval unit '{unit}' (known: step, {', '.join(_CRON)})")
-    if unit in ("days", "weeks", "years") and amount != 1:
-        raise MetadataError(
-            f"chunk_interval {{'{unit}': {amount}}} has no calendar alignment Dagster can express; "
-            f"use {{'{unit}': 1}}, months, hours or minutes"
+        assert isinstance(config.start, int)
+        assert isinstance(config.end, int)
+        return dg.StaticPartitionsDefinition(
+            [chunk_key(c) for c in chunk_windows(config.start, config.end, {"step": amount})]
         )
     # "*/n" in the month or hour field gives months 1, 1+n, … and hours 0, n, …: the driver's grid
     cron = _CRON[unit].format(n="*" if amount == 1 else f"*/{amount}")
     fmt = _FORMATS[unit]
-    start = _as_datetime(config.start)
     return dg.TimeWindowPartitionsDefinition(
-        start=start.strftime(fmt),
-        end=_as_datetime(config.end).strftime(fmt) if config.end is not None else None,
+        start=as_datetime(config.start).strftime(fmt),
+        end=as_datetime(config.end).strftime(fmt) if config.end is not None else None,
         fmt=fmt,
         cron_schedule=cron,
         timezone=config.timezone,
@@ -175,28 +113,3 @@ def build_partitions_def(config: PartitionsConfig) -> dg.PartitionsDefinition:
 def partition_chunks(partitioning: TablePartitioning, keys: list[str]) -> list[Chunk]:
     """The replay chunks of ``keys``, one per partition, in key order."""
     return [Chunk(i, *partitioning.window(key)) for i, key in enumerate(keys)]
-
-
-def _static(config: PartitionsConfig, step: int) -> dg.StaticPartitionsDefinition:
-    if config.end is None or not isinstance(config.start, int) or not isinstance(config.end, int):
-        raise MetadataError("an integer 'step' partitioning needs integer start and end")
-    return dg.StaticPartitionsDefinition(
-        [chunk_key(c) for c in chunk_windows(config.start, config.end, {"step": step})]
-    )
-
-
-def _as_datetime(value: Any) -> datetime:
-    if isinstance(value, datetime):
-        return value
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value)
-        except ValueError:
-            pass
-    raise MetadataError(f"partition bound {value!r} is not a date or datetime")
-
-
-def config_of(dataflow: DataFlow) -> Mapping[str, Any]:
-    return dict(dataflow.configure.get(CONFIGURE_KEY) or {})

@@ -30,18 +30,17 @@ import json
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import dagster as dg
 from dagster._core.remote_origin import RemoteInstigatorOrigin, RemoteRepositoryOrigin  # pinned: dagster 1.13.27
 from dagster._core.storage.tags import CODE_LOCATION_TAG  # pinned: dagster 1.13.27
 from dagster._utils.schedules import cron_string_iterator, is_valid_cron_string  # pinned: dagster 1.13.27
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.partitions import dagster_option
+from datacoolie_dagster.settings import ScheduleSettings, dagster_settings
 
 TRIGGER_TAG = "datacoolie/trigger"
 AUTOMATED_TAG = "datacoolie/automated"
@@ -56,33 +55,6 @@ MAX_CATCHUP_PER_EVALUATION = 100
 _RECENT_RUNS = 50
 
 
-class ScheduleSettings(BaseModel):
-    """When a stage job runs."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    cron: str
-    timezone: str = "UTC"
-    catchup: bool = False
-    """Run every fire missed while nothing evaluated the schedule (else only the latest, as Dagster)."""
-
-    @field_validator("cron")
-    @classmethod
-    def _valid_cron(cls, value: str) -> str:
-        if not is_valid_cron_string(value):
-            raise ValueError(f"'{value}' is not a 5-field cron string like '0 * * * *'")
-        return value
-
-    @field_validator("timezone")
-    @classmethod
-    def _valid_timezone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone '{value}' (use an IANA name like 'Europe/Paris')") from None
-        return value
-
-
 def schedule_settings(
     dataflows: Iterable[DataFlow], overrides: Mapping[str, ScheduleSettings | Mapping[str, Any]] | None = None
 ) -> dict[str, ScheduleSettings]:
@@ -93,16 +65,19 @@ def schedule_settings(
     """
     declared: dict[str, dict[str, ScheduleSettings]] = {}
     for dataflow in dataflows:
-        raw = dagster_option(dataflow, "schedule")
-        if raw is None:
+        settings = dagster_settings(dataflow).schedule
+        if settings is None:
             continue
-        settings = _parse(raw, f"dataflow '{dataflow.name}'", f"configure.{CONFIGURE_KEY}.schedule")
         if not dataflow.stage:
             raise _issue(f"dataflow '{dataflow.name}'", "a schedule runs a stage job; give the dataflow a stage")
         declared.setdefault(str(dataflow.stage), {})[str(dataflow.name)] = settings
     result = {stage: _agreed(stage, by_name) for stage, by_name in declared.items()}
     for stage, value in (overrides or {}).items():
         result[stage] = _parse(value, f"stage '{stage}'", "schedules")
+    for stage, settings in result.items():
+        # the pure check of settings.py, confirmed by Dagster's own parser
+        if not is_valid_cron_string(settings.cron):
+            raise _issue(f"stage '{stage}'", f"'{settings.cron}' is not a cron string Dagster accepts")
     return result
 
 

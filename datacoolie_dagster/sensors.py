@@ -41,12 +41,11 @@ from typing import Any
 import dagster as dg
 from dagster._core.definitions.data_version import DATA_VERSION_TAG  # pinned: dagster 1.13.27
 
-from datacoolie_core import DataFlow, MetadataError, MetadataIssue
+from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
 from datacoolie_dagster.assets import TableAsset
-from datacoolie_dagster.constants import CONFIGURE_KEY
 from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
-from datacoolie_dagster.partitions import dagster_option
+from datacoolie_dagster.settings import dagster_settings
 from datacoolie_dagster.tables import DestinationTable, SourceRef, source_refs
 from datacoolie_dagster.translator import DataCoolieTranslator
 
@@ -55,11 +54,7 @@ AUTOMATION_SENSOR_NAME = "datacoolie_automation"
 TRIGGER_TAG = "datacoolie/trigger"
 AUTOMATED_TAG = "datacoolie/automated"
 """``"true"`` on every run a sensor or automation launches (retry policies key on it)."""
-SENSOR_CONFIG_KEY = "sensor"
-"""``configure.dagster.sensor: false`` opts a dataflow's table out of automatic triggers."""
 CURSOR_FORMAT = 1
-
-_TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
 class SensorCursorError(DataCoolieError):
@@ -310,21 +305,4 @@ def build_automation_sensor(
 
 def triggers_enabled(table: DestinationTable) -> bool:
     """``False`` when a dataflow of ``table`` sets ``configure.dagster.sensor: false``."""
-    return all(_sensor_flag(d) for d in table.dataflows)
-
-
-def _sensor_flag(dataflow: DataFlow) -> bool:
-    value = dagster_option(dataflow, SENSOR_CONFIG_KEY, True)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in (*_TRUE, *_FALSE):
-        return value.strip().lower() in _TRUE
-    raise MetadataError(
-        [
-            MetadataIssue(
-                f"configure.{CONFIGURE_KEY}.{SENSOR_CONFIG_KEY}",
-                f"expected true or false, got {value!r}",
-                subject=f"dataflow '{dataflow.name}'",
-            )
-        ]
-    )
+    return all(dagster_settings(d).sensor for d in table.dataflows)

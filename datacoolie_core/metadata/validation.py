@@ -4,13 +4,15 @@ Connections, dataflows and shared schema-hint groups are validated one object at
 dataflow neither hides the problems of another nor stops ``validate`` from listing the good ones.
 Pydantic's errors are translated here, once, into :class:`MetadataIssue` s that name the JSON path
 (``dataflows[3].source.watermark_column``), the object (``dataflow 'orders'``) and the fix.
+Sections of ``configure`` that an installed plug-in reads (``configure.dagster``) are checked by that
+plug-in (:mod:`datacoolie_core.metadata.sections`); an error there makes the dataflow invalid.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -19,6 +21,13 @@ from pydantic import BaseModel, ValidationError
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.metadata.confinement import connection_problems, dataflow_problems
+from datacoolie_core.metadata.sections import (
+    ConfigureSection,
+    Owner,
+    SectionRegistry,
+    check_sections,
+    discovered_sections,
+)
 from datacoolie_core.models.base import OpenConfigure
 from datacoolie_core.models.coerce import closest, describe, did_you_mean
 from datacoolie_core.models.connection import SECRET_KEYS, Connection
@@ -67,12 +76,17 @@ class ValidatedDocument:
             raise MetadataError(self.errors, file=self.file)
 
 
-def validate_document(raw: Any, *, file: str | None = None) -> ValidatedDocument:
+def validate_document(
+    raw: Any, *, file: str | None = None, sections: Mapping[str, ConfigureSection] | None = None
+) -> ValidatedDocument:
     """Validate a parsed metadata document (the JSON/YAML root object).
 
-    Never raises for bad input: everything wrong is an issue of the result.
+    ``configure.<name>`` sections are checked by the installed ``datacoolie.configure_sections``
+    plug-ins, plus ``sections`` (which win on a name). Never raises for bad input: everything
+    wrong is an issue of the result.
     """
-    report = _Report(file)
+    registry = discovered_sections()
+    report = _Report(file, registry.with_sections(sections) if sections else registry)
     if not isinstance(raw, dict):
         report.error("$", f"the document must be an object with connections and/or dataflows, got {describe(raw)}")
         return report.result((), (), ())
@@ -92,8 +106,9 @@ def validate_document(raw: Any, *, file: str | None = None) -> ValidatedDocument
 
 
 class _Report:
-    def __init__(self, file: str | None) -> None:
+    def __init__(self, file: str | None, sections: SectionRegistry) -> None:
         self.file = file
+        self.sections = sections
         self.issues: list[MetadataIssue] = []
         self.invalid_dataflows: list[str] = []
 
@@ -102,6 +117,12 @@ class _Report:
 
     def warning(self, path: str, message: str, subject: str | None = None) -> None:
         self.issues.append(MetadataIssue(path, message, "warning", self.file, subject))
+
+    def check_sections(self, configure: Mapping[str, Any], owner: Owner, prefix: str, subject: str | None) -> bool:
+        """Add the plug-in checks' issues of ``configure``'s sections; whether any is an error."""
+        found = check_sections(configure, owner=owner, path=f"{prefix}.configure", registry=self.sections)
+        self.issues += [MetadataIssue(i.path, i.message, i.severity, self.file, subject) for i in found]
+        return any(i.severity == "error" for i in found)
 
     def add(self, error: ValidationError, prefix: str, model: type[BaseModel], subject: str | None) -> None:
         for issue in issues_from_validation_error(error, prefix=prefix, model=model, file=self.file, subject=subject):
@@ -169,6 +190,7 @@ def _validate_connections(raw: dict[str, Any], report: _Report) -> dict[str, tup
         if conn is not None:
             ids[str(conn.connection_id)] = index
             _warn_configure_typos(conn, prefix, report, subject)
+            report.check_sections(conn.configure.extras, "connection", prefix, subject)
     return found
 
 
@@ -221,6 +243,9 @@ def _validate_dataflows(
                 subject,
             )
         _warn_configure_typos(dataflow, prefix, report, subject)
+        if report.check_sections(dataflow.configure, "dataflow", prefix, subject):
+            report.invalid_dataflows.append(f"{prefix} ({subject})" if subject else prefix)
+            continue
         valid.append(dataflow)
     return tuple(valid)
 
