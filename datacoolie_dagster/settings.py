@@ -31,7 +31,6 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    Field,
     StrictInt,
     ValidationError,
     field_validator,
@@ -68,6 +67,13 @@ def _flag(value: Any) -> Any:
     return value
 
 
+def _positive(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"must be a positive integer, got {value!r}")
+    return value
+
+
+PositiveInt = Annotated[int, BeforeValidator(_positive)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
 """``true``/``false``, or one of the strings ``"true" "yes" "1" "false" "no" "0"`` (any case)."""
 TimeZone = Annotated[str, BeforeValidator(lambda v: _timezone(v) if isinstance(v, str) else v)]
@@ -158,13 +164,13 @@ class DagsterSettings(_Settings):
 
     partitions: PartitionsSettings | None = None
     """Partition the dataflow's table by replay chunk (see :mod:`datacoolie_dagster.partitions`)."""
-    max_partitions_per_run: StrictInt | None = Field(None, ge=1)
+    max_partitions_per_run: PositiveInt | None = None
     """A backfill runs at most this many partitions per run (default: all in one run)."""
     schedule: ScheduleSettings | None = None
     """Run the dataflow's stage job on a cron (the stage's dataflows must agree)."""
     sensor: Flag = True
     """``false`` keeps the table out of every automatic trigger: source sensor and automation."""
-    max_runs: StrictInt | None = Field(None, ge=1)
+    max_runs: PositiveInt | None = None
     """At most this many live runs of the stage (the smallest of its dataflows wins)."""
 
 

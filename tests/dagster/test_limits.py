@@ -15,7 +15,6 @@ from datacoolie_dagster.limits import (
     LIMITS_SENSOR,
     apply_pool_limits,
     build_limits_sensor,
-    max_runs_of,
     pool_for,
     stage_limits,
 )
@@ -59,12 +58,12 @@ def test_a_stage_limit_comes_from_the_factory_or_the_metadata(
 
 @pytest.mark.parametrize("bad", [0, -1, "2", True], ids=["zero", "negative", "string", "bool"])
 def test_a_bad_max_runs_names_every_dataflow(tmp_path: Path, bad: object) -> None:
-    flows = _dataflows(tmp_path, {"orders_to_silver": bad, "customers_to_silver": bad})
-    with pytest.raises(MetadataError) as raised:
-        max_runs_of(flows)
+    with pytest.raises(MetadataError) as raised:  # at load: the file and each dataflow's path
+        _dataflows(tmp_path, {"orders_to_silver": bad, "customers_to_silver": bad})
     text = str(raised.value)
-    for name in ("orders_to_silver", "customers_to_silver"):
-        assert f"configure.dagster.max_runs (dataflow '{name}'): must be a positive integer" in text
+    for index, name in ((3, "orders_to_silver"), (4, "customers_to_silver")):
+        path = f"dataflows[{index}].configure.dagster.max_runs (dataflow '{name}')"
+        assert f"metadata.json: {path}: must be a positive integer, got {bad!r}" in text
 
 
 def test_a_factory_limit_for_an_unknown_stage_suggests_the_nearest(tmp_path: Path) -> None:
