@@ -33,6 +33,14 @@ _FORMATS = {"years": "%Y", "months": "%Y-%m", "weeks": "%Y-%m-%d", "days": "%Y-%
 
 PartitionsConfig = PartitionsSettings
 """The former name of :class:`~datacoolie_dagster.settings.PartitionsSettings`."""
+dagster_config = dagster_settings
+"""The former name of :func:`~datacoolie_dagster.settings.dagster_settings`."""
+
+
+def dagster_option(dataflow: DataFlow, key: str, default: Any = None) -> Any:
+    """A key of the typed ``configure.dagster`` by name; prefer ``dagster_settings(dataflow).<key>``."""
+    value = getattr(dagster_settings(dataflow), key, None)
+    return default if value is None else value
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ import functools
 import json
 import re
 from datetime import date, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -38,6 +38,7 @@ from pydantic import (
 )
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
+from datacoolie_core.metadata.sections import Owner
 from datacoolie_core.metadata.validation import issues_from_validation_error
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.run_config import CALENDAR_UNITS, CHUNK_UNITS
@@ -174,9 +175,6 @@ class DagsterSettings(_Settings):
     """At most this many live runs of the stage (the smallest of its dataflows wins)."""
 
 
-Owner = Literal["dataflow", "connection"]
-
-
 def validate_section(value: Any, *, owner: Owner) -> list[MetadataIssue]:
     """The ``datacoolie.configure_sections`` entry point for ``configure.dagster``.
 
@@ -231,11 +229,6 @@ def dagster_settings(dataflow: DataFlow) -> DagsterSettings:
             e, prefix=f"configure.{CONFIGURE_KEY}", model=DagsterSettings, subject=f"dataflow '{dataflow.name}'"
         )
         raise MetadataError(issues) from None
-
-
-def settings_keys() -> list[str]:
-    """The keys ``configure.dagster`` accepts, in declaration order."""
-    return list(DagsterSettings.model_fields)
 
 
 # --- cron, without Dagster ------------------------------------------------------------------------

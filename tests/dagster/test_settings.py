@@ -249,3 +249,11 @@ def test_the_docs_list_every_key() -> None:
             if model is DagsterSettings and key in ("partitions", "schedule"):
                 continue
             assert f"`{prefix}{key}`" in text, f"docs/dagster-settings.md does not document {prefix}{key}"
+
+
+def test_a_dataflow_built_in_code_is_checked_when_read(tmp_path: Path) -> None:
+    (loaded, *_) = FileProvider(write_metadata(tmp_path, LINEAGE)).get_dataflows()
+    built = loaded.model_copy(update={"configure": {"dagster": {"sensr": False}}})
+    message = "configure.dagster.sensr (dataflow 'orders_eu_to_bronze'): unknown key 'sensr'; did you mean 'sensor'?"
+    with pytest.raises(MetadataError, match=re.escape(message)):
+        dagster_settings(built)
