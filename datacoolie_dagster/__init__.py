@@ -2,12 +2,29 @@
 
 Assets per destination table, replay partitions, sharded driver jobs and checks, built from the
 metadata by :func:`build_definitions` on ``datacoolie_core``'s public API only.
+
+The re-exports load on first use: core's validator imports :mod:`datacoolie_dagster.settings` (the
+``configure.dagster`` check, pure pydantic) without paying for Dagster's import.
 """
 
-from datacoolie_dagster.component import DataCoolieComponent
-from datacoolie_dagster.factory import build_definitions
-from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from datacoolie_dagster.component import DataCoolieComponent
+    from datacoolie_dagster.factory import build_definitions
+    from datacoolie_dagster.resources import DataCoolieResource
+    from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
+
+_EXPORTS = {
+    "DataCoolieComponent": "datacoolie_dagster.component",
+    "DataCoolieResource": "datacoolie_dagster.resources",
+    "DataCoolieTranslator": "datacoolie_dagster.translator",
+    "DataCoolieTranslatorData": "datacoolie_dagster.translator",
+    "build_definitions": "datacoolie_dagster.factory",
+}
 
 __all__ = [
     "DataCoolieComponent",
@@ -16,3 +33,16 @@ __all__ = [
     "DataCoolieTranslatorData",
     "build_definitions",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'datacoolie_dagster' has no attribute '{name}'")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # once: later lookups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    # dg discovers components with dir() + getattr(): the lazy names must be listed
+    return sorted({*globals(), *__all__})

@@ -130,7 +130,7 @@ def test_a_plug_in_is_imported_only_for_a_document_that_has_its_section(tmp_path
         return done.stdout.strip().splitlines()[-1]
 
     assert run(plain) == "0 False False"
-    assert run(with_section) == "0 True True"
+    assert run(with_section) == "0 True False"  # the check is pure pydantic: no Dagster import either
 
 
 def test_a_metadata_error_from_a_section_pickles(document: Doc) -> None:
