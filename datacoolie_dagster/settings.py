@@ -19,7 +19,6 @@ key is one line in :class:`DagsterSettings` (plus its row in ``docs/dagster-sett
 
 from __future__ import annotations
 
-import calendar
 import functools
 import json
 import re
@@ -234,8 +233,12 @@ def dagster_settings(dataflow: DataFlow) -> DagsterSettings:
 # --- cron, without Dagster ------------------------------------------------------------------------
 
 _MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
-_DAYS = {name.lower(): (i + 1) % 7 for i, name in enumerate(calendar.day_abbr)}  # sun = 0
+# spelled out: calendar.month_abbr follows the process locale, cron names do not
+_MONTHS = {
+    name: i + 1
+    for i, name in enumerate(["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])
+}
+_DAYS = {name: i for i, name in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 _FIELDS: tuple[tuple[int, int, dict[str, int]], ...] = (
     (0, 59, {}),
     (0, 23, {}),
