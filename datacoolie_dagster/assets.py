@@ -237,7 +237,9 @@ def _selected_checks(
 ) -> list[dg.AssetCheckResult]:
     """The results of the checks this step runs (a subset run may select an asset but not its checks)."""
     selected = context.selected_asset_check_keys
-    return [r for r in results if r.asset_key and r.check_name and dg.AssetCheckKey(r.asset_key, r.check_name) in selected]
+    return [
+        r for r in results if r.asset_key and r.check_name and dg.AssetCheckKey(r.asset_key, r.check_name) in selected
+    ]
 
 
 def _stored(driver: DataCoolieDriver, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:
