@@ -166,7 +166,7 @@ def test_an_unpartitioned_run_without_new_rows_still_evaluates_its_checks_withou
     assert NOISE not in run_log(instance, idle)
     assert idle.get_asset_materialization_events() == []
     checks = check_evaluations(idle)
-    assert {k for k in checks} == {
+    assert set(checks) == {
         ("bronze/sales/orders", LOAD_CONSISTENT),
         ("silver/sales/orders", LOAD_CONSISTENT),
         ("silver/sales/orders", UNIQUE_KEYS),
