@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from datacoolie_dagster.backfill import BackfillPlan, add_backfill_parser, partition_spans
+from datacoolie_dagster.definitions import defs
 from datacoolie_dagster.example.generate import land_batch
 from tests.dagster.conftest import REPOSITORY, materialize
 from tests.dagster.test_backfill import workspace
@@ -74,9 +75,8 @@ def work_off_the_queue(instance: dg.DagsterInstance) -> list[dg.DagsterRunStatus
 def test_a_second_backfill_after_every_run_succeeded_queues_nothing(
     home: Path, instance: dg.DagsterInstance, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from datacoolie_dagster.definitions import defs  # noqa: PLC0415 — after the fixture set the working directory
-
-    assert materialize(defs, instance, ["bronze/sales/orders"]).success  # the partitions' upstream
+    # the partitions' upstream (the example's paths are relative: they resolve in the working directory)
+    assert materialize(defs, instance, ["bronze/sales/orders"]).success
 
     # backfill 1 — six months, max_partitions_per_run 3: two runs, and they succeed
     first = backfill(home, capsys, "silver/sales/orders", "2024-01..2024-06")

@@ -123,10 +123,8 @@ def test_partition_materializations_carry_the_asset_code_version(lake: Path, ins
     assert materialize(defs, instance, [ORDERS], tags=JANUARY_TO_MARCH).success
     version = defs.resolve_asset_graph().get(key(ORDERS)).code_version
     assert version
-    records = instance.fetch_materializations(key(ORDERS), limit=10).records
-    stored = sorted(
-        (r.partition_key, (r.asset_materialization.tags or {}).get("dagster/code_version")) for r in records
-    )  # type: ignore[union-attr]
+    events = [r.asset_materialization for r in instance.fetch_materializations(key(ORDERS), limit=10).records]
+    stored = sorted((m.partition, (m.tags or {}).get("dagster/code_version")) for m in events if m is not None)
     assert stored == [("2024-01", version), ("2024-02", version), ("2024-03", version)]
 
 
