@@ -20,6 +20,7 @@ import polars as pl
 
 from datacoolie_core.columns import IS_CURRENT
 from datacoolie_core.errors import WatermarkError
+from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
@@ -119,6 +120,29 @@ def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
             metadata={"rows": 0, "distinct_keys": 0, "merge_keys": list(destination.merge_keys)},
             description="The table does not exist yet: no rows, no duplicate keys.",
         )
+    frame, keys, partitions = _keyed_rows(destination, path)
+    counts: Any = frame.select(pl.len().alias("rows"), pl.struct(keys).n_unique().alias("keys")).collect().row(0)
+    rows, unique = counts
+    metadata: dict[str, Any] = {"rows": rows, "distinct_keys": unique, "merge_keys": keys}
+    if partitions:
+        metadata["partition_columns"] = partitions
+    if rows == unique:
+        return dg.AssetCheckResult(asset_key=asset.spec.key, check_name=UNIQUE_KEYS, passed=True, metadata=metadata)
+    duplicates = _duplicate_keys(frame, keys, partitions)  # a second scan, only when there are duplicates
+    metadata["duplicate_keys"] = duplicates.height
+    metadata["examples"] = dg.MetadataValue.json(duplicates.head(MAX_EXAMPLES).to_dicts())
+    return dg.AssetCheckResult(
+        asset_key=asset.spec.key,
+        check_name=UNIQUE_KEYS,
+        passed=False,
+        metadata=metadata,
+        description=_duplicates_description(duplicates, keys, partitions),
+    )
+
+
+def _keyed_rows(destination: Destination, path: str) -> tuple[pl.LazyFrame, list[str], list[str]]:
+    """The rows the keys must be unique in (scd2: current ones), the declared keys and the partition
+    columns not among them, spelled as the table has them."""
     frame = pl.scan_delta(path)
     names = frame.collect_schema().names()
     # metadata may name raw source columns; the table has the sanitized names (the resource runs in lower mode)
@@ -126,22 +150,7 @@ def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
     partitions = [c for c in final_names(names, [p.column for p in destination.partition_columns]) if c not in keys]
     if destination.load_type == "scd2":
         frame = frame.filter(pl.col(IS_CURRENT))
-    duplicates = _duplicate_keys(frame, keys, partitions)
-    counts: Any = frame.select(pl.len().alias("rows"), pl.struct(keys).n_unique().alias("keys")).collect().row(0)
-    rows, unique = counts
-    metadata: dict[str, Any] = {"rows": rows, "distinct_keys": unique, "merge_keys": keys}
-    if partitions:
-        metadata["partition_columns"] = partitions
-    if duplicates.height:
-        metadata["duplicate_keys"] = duplicates.height
-        metadata["examples"] = dg.MetadataValue.json(duplicates.head(MAX_EXAMPLES).to_dicts())
-    return dg.AssetCheckResult(
-        asset_key=asset.spec.key,
-        check_name=UNIQUE_KEYS,
-        passed=duplicates.height == 0,
-        metadata=metadata,
-        description=_duplicates_description(duplicates, keys, partitions) if duplicates.height else None,
-    )
+    return frame, keys, partitions
 
 
 MAX_EXAMPLES = 5
