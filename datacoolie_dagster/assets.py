@@ -2,8 +2,10 @@
 
 The body runs only ``context.selected_asset_keys``, level by level along the lineage (a table runs
 after the tables it reads, when both are selected), and yields one ``MaterializeResult`` per table
-that wrote — or, for partitioned tables, one ``AssetMaterialization`` per finished partition, so a
-failure leaves the finished partitions materialized and "failed and missing" retries the rest.
+that wrote — or, for partitioned tables, one ``AssetMaterialization`` per finished partition, tagged
+with the asset's code version, so a failure leaves the finished partitions materialized and "failed
+and missing" retries the rest. The checks of every table that did not fail are evaluated, also when
+it wrote nothing (they then judge the table as it stands).
 """
 
 # no `from __future__ import annotations`: Dagster reads the context and config annotations at runtime

@@ -48,6 +48,7 @@ from dagster_postgres import PostgresRunStorage
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_dagster.assets import CODE_VERSION_TAG
 from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
 
 LOGGER = logging.getLogger("datacoolie_dagster.backfill")
@@ -60,7 +61,6 @@ ADVISORY_LOCK_KEY = int.from_bytes(
 ALL = "@all"
 RANGE_SEPARATOR = ".."
 AUTOMATED_TAGS = {"datacoolie/automated": "true", "datacoolie/trigger": "backfill"}
-CODE_VERSION_TAG = "dagster/code_version"
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
