@@ -14,6 +14,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -196,8 +197,8 @@ def _execute(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _flags(command: list[str]) -> dict[str, str]:
-    return {word: value for word, value in zip(command, command[1:], strict=False) if word.startswith("--")}
+    return {word: value for word, value in pairwise(command) if word.startswith("--")}
 
 
 def _with_flags(command: list[str], values: dict[str, str]) -> list[str]:
-    return [values.get(previous, word) for previous, word in zip(["", *command], command, strict=False)]
+    return [values.get(previous, word) for previous, word in pairwise(["", *command])]
