@@ -40,6 +40,7 @@ from tests.dagster.conftest import REPOSITORY
 
 BATCHES = range(1, 8)
 RUN_ID = "__dataflow_run_id"
+SCHEMA = REPOSITORY.parent / "shared" / "reference" / "datacoolie-metadata-0.2.0.schema.json"
 FIRST_BATCH_SHA256 = "6e6813297934fb8828148388c53e312d5b81cf83478cb6aefd2be455d8ea4f7c"
 
 
@@ -87,6 +88,13 @@ def test_the_first_batch_is_as_it_always_was(tmp_path: Path) -> None:
     assert months(first) == {f"2024-0{m}" for m in range(1, 7)}
     (path, _) = generate.land_batch(tmp_path, 1)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == FIRST_BATCH_SHA256
+
+
+@pytest.mark.skipif(not SCHEMA.exists(), reason="DataCoolie's JSON Schema is not beside the checkout")
+def test_the_example_metadata_is_valid_for_datacoolie_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text(encoding="utf-8")))
+    assert list(validator.iter_errors(json.loads(METADATA_PATH.read_text(encoding="utf-8")))) == []
 
 
 def test_the_replay_windows_and_the_partitions_select_on_the_partition_column() -> None:
