@@ -35,9 +35,13 @@ example() {
   local metadata=datacoolie_dagster/example/metadata.json
   local state=(--state-path data/state --log-path data/logs)
   "$VENV/bin/datacoolie" validate "$metadata"
+  echo "== land the next batch of source files (docs/example.md)"
   "$VENV/bin/python" -m datacoolie_dagster.example.generate --root data
+  echo "== landing2bronze: append the new order files, overwrite the customer snapshot"
   "$VENV/bin/datacoolie" run --metadata "$metadata" --stage landing2bronze "${state[@]}"
+  echo "== bronze2silver: orders merged incrementally (rows past the updated_at watermark), customers as SCD2"
   "$VENV/bin/datacoolie" run --metadata "$metadata" --stage bronze2silver "${state[@]}"
+  echo "== replay of 2024-01..2024-03 on created_at, month by month (also loads the late orders)"
   "$VENV/bin/datacoolie" replay --metadata "$metadata" --stage bronze2silver --dataflow orders_bronze_to_silver \
     --start 2024-01-01 --end 2024-04-01 --chunk-interval-json '{"months": 1}' --chunk-column created_at "${state[@]}"
 }
