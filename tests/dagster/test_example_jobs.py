@@ -18,6 +18,7 @@ import pytest
 
 from datacoolie_dagster.example.generate import LATE_ORDERS, NEW_ORDERS, UPDATES, land_batch
 from datacoolie_dagster.example_jobs import LAND_JOB_NAME, build_example_definitions
+from tests.dagster.cli_support import CODE_LOCATION, Deployment, explain
 from tests.dagster.conftest import REPOSITORY, failure_message, key
 
 UNPARTITIONED = ["bronze/crm/customers", "bronze/sales/orders", "silver/crm/customers"]
@@ -131,6 +132,31 @@ def test_the_first_batch_lands_once_and_not_over_landed_files(project: Path, hom
     assert not any("bundled example" in m for m in log_messages(home_instance, result))
     assert {p: p.stat().st_mtime_ns for p in (project / "data/landing").rglob("*.*")} == before
     assert rows("bronze/sales/orders").height == 600 + NEW_ORDERS + UPDATES + LATE_ORDERS
+
+
+@pytest.mark.slow
+def test_a_fresh_clone_from_the_dagster_cli(tmp_path: Path, home_instance: dg.DagsterInstance) -> None:
+    """The code location as Dagster loads it (``-m datacoolie_dagster.definitions``), in real processes."""
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copyfile(REPOSITORY / "workspace.yaml", project / "workspace.yaml")
+    deployment = Deployment(project, tmp_path / "dagster_home")  # the home of ``home_instance``
+    pointer = [*CODE_LOCATION, "-d", str(project)]
+
+    tables = deployment.run("dagster", "asset", "materialize", *pointer, "--select", ",".join(UNPARTITIONED))
+    assert tables.returncode == 0, explain(tables)
+    assert "so batch 1 was landed before this run reads it" in tables.stdout + tables.stderr
+    assert pl.read_delta(str(deployment.data / "bronze/sales/orders")).height == 600
+    land = deployment.run("dagster", "job", "execute", *pointer, "-j", LAND_JOB_NAME)
+    assert land.returncode == 0, explain(land)
+    assert (deployment.data / "landing/sales/orders/orders_0002_late.csv").is_file()
+    again = deployment.run("dagster", "asset", "materialize", *pointer, "--select", "bronze/sales/orders")
+    assert again.returncode == 0, explain(again)
+    assert (
+        pl.read_delta(str(deployment.data / "bronze/sales/orders")).height == 600 + NEW_ORDERS + UPDATES + LATE_ORDERS
+    )
+    for table in UNPARTITIONED:
+        assert home_instance.get_latest_materialization_event(key(table)) is not None, table
 
 
 def test_the_land_job_lands_the_next_batch_in_order(project: Path, home_instance: dg.DagsterInstance) -> None:
