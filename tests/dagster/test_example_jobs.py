@@ -181,6 +181,28 @@ def test_the_land_job_lands_the_next_batch_in_order(project: Path, home_instance
     )
 
 
+def test_the_source_sensor_sees_a_landed_batch(project: Path, home_instance: dg.DagsterInstance) -> None:
+    defs = example_definitions()
+    sensor = defs.resolve_sensor_def("datacoolie_sources")
+    land = defs.resolve_job_def(LAND_JOB_NAME)
+
+    # nothing landed: the tick skips, naming the folders that do not exist yet
+    empty = sensor.evaluate_tick(dg.build_sensor_context(instance=home_instance, definitions=defs))
+    assert not empty.run_requests
+    assert "folder './data/landing/sales/orders' does not exist" in (empty.skip_message or "")
+    cursor = empty.cursor
+    for batch in (1, 2):
+        assert land.execute_in_process(instance=home_instance).success
+        tick = sensor.evaluate_tick(dg.build_sensor_context(instance=home_instance, definitions=defs, cursor=cursor))
+        (request,) = tick.run_requests or []
+        assert sorted(k.to_user_string() for k in request.asset_selection or []) == [
+            "bronze/crm/customers", "bronze/sales/orders",
+        ], batch  # fmt: skip
+        cursor = tick.cursor
+    quiet = sensor.evaluate_tick(dg.build_sensor_context(instance=home_instance, definitions=defs, cursor=cursor))
+    assert not quiet.run_requests
+
+
 def test_only_the_bundled_example_gets_the_land_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import datacoolie_dagster.definitions as definitions
 
