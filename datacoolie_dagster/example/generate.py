@@ -23,6 +23,7 @@ import argparse
 import os
 import random
 import re
+import tempfile
 from calendar import monthrange
 from collections.abc import Iterator
 from datetime import datetime, timedelta
@@ -200,7 +201,9 @@ def _publish(frame: pl.DataFrame, path: Path, *, replace: bool) -> bool:
     Written aside first (a name no reader lists), then renamed or hard-linked into place: a sensor
     or a reader never sees half a file, and two processes landing the same batch write it once.
     """
-    aside = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    aside = Path(name)
     try:
         if path.suffix == ".csv":
             frame.write_csv(aside)

@@ -14,6 +14,7 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from datacoolie_dagster.example.generate import (
     late_orders,
     orders,
 )
-from datacoolie_dagster.example_jobs import build_example_definitions
+from datacoolie_dagster.example_jobs import build_example_definitions, land_first_batch
 from tests.dagster.conftest import REPOSITORY
 
 BATCHES = range(1, 8)
@@ -95,6 +96,17 @@ def test_the_example_metadata_is_valid_for_datacoolie_schema() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     validator = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text(encoding="utf-8")))
     assert list(validator.iter_errors(json.loads(METADATA_PATH.read_text(encoding="utf-8")))) == []
+
+
+def test_steps_landing_the_first_batch_side_by_side_land_it_once(tmp_path: Path) -> None:
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        outcomes = list(pool.map(lambda _: land_first_batch(tmp_path), range(6)))
+    assert sorted(p.name for written in outcomes for p in written) == ["customers.parquet", "orders_0001.csv"]
+    assert sorted(p.name for p in (tmp_path / "landing").rglob("*")) == [
+        "crm", "customers", "customers.parquet", "orders", "orders_0001.csv", "sales",
+    ]  # fmt: skip
+    orders_file = tmp_path / "landing/sales/orders/orders_0001.csv"
+    assert hashlib.sha256(orders_file.read_bytes()).hexdigest() == FIRST_BATCH_SHA256
 
 
 def test_the_replay_windows_and_the_partitions_select_on_the_partition_column() -> None:
