@@ -204,6 +204,7 @@ def _publish(frame: pl.DataFrame, path: Path, *, replace: bool) -> bool:
     handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(handle)
     aside = Path(name)
+    aside.chmod(0o644)  # mkstemp's 0600 would follow the file into place
     try:
         if path.suffix == ".csv":
             frame.write_csv(aside)
