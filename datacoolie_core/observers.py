@@ -4,7 +4,8 @@ An observer records the run somewhere else (``datacoolie_dagster`` records mater
 Dagster instance, so the asset catalog is true however a table was loaded). Observers register in
 the entry-point group ``datacoolie.run_observers``; the entry point names a factory
 ``(RunContext) -> RunObserver | None`` (``None``: nothing to record to, e.g. no instance
-configured). The core never imports an observer's package until it runs a command that builds.
+configured). Every entry point is loaded before each run: keep its module light and import the
+heavy part only when the observer is active.
 
 Recording is best effort: an observer that fails to start or to record is a warning, never a
 failed run (the data and the watermarks are already committed).
@@ -12,7 +13,7 @@ failed run (the data and the watermarks are already committed).
 Example (``pyproject.toml`` of a plug-in)::
 
     [project.entry-points."datacoolie.run_observers"]
-    dagster = "datacoolie_dagster.catalog:run_observer"
+    dagster = "datacoolie_dagster_hook:run_observer"
 """
 
 from __future__ import annotations

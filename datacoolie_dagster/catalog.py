@@ -7,13 +7,13 @@ partition whose window received rows (from the touched windows the core reports,
 yield these events; :class:`DagsterCatalog` reports them as runless events after a
 ``datacoolie run`` / ``replay``, so the catalog is true whichever way a table was loaded.
 
-The observer is the ``dagster`` entry of the ``datacoolie.run_observers`` group. It records when a
-Dagster instance is configured: ``--observer dagster=<home>`` or ``DAGSTER_HOME``.
+The observer is the ``dagster`` entry of the ``datacoolie.run_observers`` group
+(``datacoolie_dagster_hook.run_observer``, which imports this module only when a Dagster instance is
+configured: ``--observer dagster=<home>`` or ``DAGSTER_HOME``).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -225,9 +225,3 @@ class DagsterCatalog:
             f"dagster: recorded {len(events)} materialization(s) of {tables} table(s)"
             f"{f' ({partitions} partition(s))' if partitions else ''} in the instance at {self.home}"
         )
-
-
-def run_observer(context: RunContext) -> DagsterCatalog | None:
-    """The ``datacoolie.run_observers`` entry: a catalog when an instance is configured, else ``None``."""
-    home = context.target or os.environ.get("DAGSTER_HOME")
-    return DagsterCatalog.open(home, context) if home else None

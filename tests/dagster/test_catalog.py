@@ -271,3 +271,17 @@ def test_an_incremental_stage_job_load_marks_exactly_the_touched_partitions(proj
         assert instance.get_materialized_partitions(SILVER) == {"2024-01", "2024-02", "2024-07"}
         version = DeltaTable(str(project / "lake/silver/sales/orders")).version()
         assert row_counts(records[0]) == history_rows(project / "lake/silver/sales/orders", version)
+
+
+def test_without_an_instance_dagster_is_not_even_imported(project: Path) -> None:
+    """Every ``datacoolie run`` loads the observers: an inactive one must cost nothing."""
+    script = (
+        "import sys; from datacoolie_core.cli import main; "
+        "code = main(['run', '--stage', 'landing2bronze', '--metadata', 'metadata.json', '--state-path', 'state']); "
+        "print(code, 'dagster' in sys.modules)"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "DATACOOLIE_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.stdout.split() == ["0", "False"], done.stderr
