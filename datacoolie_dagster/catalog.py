@@ -22,7 +22,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataCoolieError, FileProvider
-from datacoolie_core.models.run_config import WindowSpec
+from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.observers import RunContext
 from datacoolie_core.orchestration.wiring import metadata_file_in
@@ -30,7 +30,7 @@ from datacoolie_dagster import constants
 from datacoolie_dagster.assets import TableAsset, build_table_assets
 from datacoolie_dagster.partitions import TablePartitioning
 from datacoolie_dagster.results import materialization_metadata
-from datacoolie_dagster.touched import PartitionRows, partition_rows, window_specs
+from datacoolie_dagster.touched import PartitionRows, partition_rows, window_spec, window_specs
 from datacoolie_dagster.translator import DataCoolieTranslator
 
 CODE_VERSION_TAG = "dagster/code_version"
@@ -38,12 +38,17 @@ CODE_VERSION_TAG = "dagster/code_version"
 
 
 def build_materializations(
-    assets: Sequence[TableAsset], runtimes: Sequence[DataFlowRuntimeInfo], *, recorded_by: str | None = None
+    assets: Sequence[TableAsset],
+    runtimes: Sequence[DataFlowRuntimeInfo],
+    *,
+    replay: ReplayConfig | None = None,
+    recorded_by: str | None = None,
 ) -> list[dg.AssetMaterialization]:
     """The materializations of the tables ``runtimes`` wrote, in table order.
 
-    ETL runtimes that succeeded are writes; a replay's record contributes each chunk that did not
-    fail (a skipped chunk of a partition is a replayed, empty partition, as in a partition run).
+    ETL runtimes that succeeded are writes; a replay's record (``replay``: its config) contributes
+    each chunk that did not fail. A chunk whose window and column are a partition's is that
+    partition, replayed (even empty, as in a partition run); any other chunk is a write.
     """
     by_dataflow = {i: a for a in assets for i in a.table.dataflow_ids}
     writes: dict[str, list[DataFlowRuntimeInfo]] = {}
@@ -61,7 +66,8 @@ def build_materializations(
         if asset.table.key in writes:
             events += _write_events(asset, writes[asset.table.key])
         if asset.table.key in chunks:
-            events += _replay_events(asset, chunks[asset.table.key])
+            aligned = replay is not None and _replays_partition_column(asset, replay)
+            events += _replay_events(asset, chunks[asset.table.key], aligned=aligned)
     extra = {constants.RECORDED_BY: recorded_by} if recorded_by else {}
     return [_with_metadata(e, extra) for e in events] if extra else events
 
@@ -80,8 +86,13 @@ def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> lis
     ]
 
 
-def _replay_events(asset: TableAsset, chunks: list[DataFlowRuntimeInfo]) -> list[dg.AssetMaterialization]:
-    """Replay chunks: a chunk that is exactly a partition records it; any other chunk is a write."""
+def _replay_events(
+    asset: TableAsset, chunks: list[DataFlowRuntimeInfo], *, aligned: bool
+) -> list[dg.AssetMaterialization]:
+    """Replay chunks: a chunk that is exactly a partition records it; any other chunk is a write.
+
+    ``aligned``: the replay selected on the partitions' column (else no chunk is a partition).
+    """
     if asset.partitioning is None:
         written = [c for c in chunks if c.status == "succeeded"]
         return _write_events(asset, written) if written else []
@@ -90,13 +101,23 @@ def _replay_events(asset: TableAsset, chunks: list[DataFlowRuntimeInfo]) -> list
         by_chunk.setdefault(str((chunk.replay_chunk or {}).get("key")), []).append(chunk)
     events = []
     for members in by_chunk.values():
-        key = _chunk_partition(asset.partitioning, members[0].replay_chunk or {})
+        key = _chunk_partition(asset.partitioning, members[0].replay_chunk or {}) if aligned else None
         if key is not None:
             metadata = materialization_metadata(asset.table, members) | _partition_metadata(asset.partitioning, key)
             events.append(_event(asset, metadata, partition=key))
         elif written := [c for c in members if c.status == "succeeded"]:
             events += _write_events(asset, written)
     return events
+
+
+def _replays_partition_column(asset: TableAsset, replay: ReplayConfig) -> bool:
+    """Whether every dataflow of the table replays on the column its partitions select on."""
+    for dataflow in asset.table.dataflows:
+        replayed = replay.chunk_column or next(iter(dataflow.source.watermark_columns), None)
+        spec = window_spec(asset.partitioning, dataflow) if asset.partitioning is not None else None
+        if spec is None or replayed is None or replayed.lower() != spec.column.lower():
+            return False
+    return True
 
 
 def _touched_partitions(partitioning: TablePartitioning, runtimes: list[DataFlowRuntimeInfo]) -> PartitionRows | None:
@@ -187,10 +208,10 @@ class DagsterCatalog:
     metadata with the default :class:`DataCoolieTranslator`.
     """
 
-    def __init__(self, home: Path, assets: Sequence[TableAsset], command: str) -> None:
+    def __init__(self, home: Path, assets: Sequence[TableAsset], context: RunContext) -> None:
         self.home = home
         self.assets = list(assets)
-        self.command = command
+        self.context = context
 
     @classmethod
     def open(cls, home: str, context: RunContext) -> DagsterCatalog:
@@ -207,13 +228,16 @@ class DagsterCatalog:
         provider = FileProvider(metadata_file_in(context.metadata_path))
         provider.initialize()
         assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
-        return cls(path, assets, context.command)
+        return cls(path, assets, context)
 
     def windows(self) -> Mapping[str, WindowSpec]:
         return window_specs(self.assets)
 
     def record(self, result: ExecutionResult) -> str:
-        events = build_materializations(self.assets, result.runtimes, recorded_by=f"datacoolie {self.command}")
+        context = self.context
+        events = build_materializations(
+            self.assets, result.runtimes, replay=context.replay, recorded_by=f"datacoolie {context.command}"
+        )
         with dg.DagsterInstance.from_config(str(self.home)) as instance:
             for event in events:
                 instance.report_runless_asset_event(event)

@@ -243,6 +243,26 @@ def test_a_replay_in_chunks_unlike_the_partitions_records_the_partitions_written
     assert sorted(str(e.partition_key) for e in events(home, SILVER)) == ["2024-01", "2024-02"]
 
 
+def test_a_replay_on_another_column_records_the_partitions_its_rows_fall_in(
+    project: Path, home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--metadata", "metadata.json", "--state-path", "state", "--observer", f"dagster={home}"]
+    assert datacoolie(["run", "--stage", "landing2bronze", *common]) == 0
+
+    # February by updated_at (the watermark column) holds January and February orders
+    code = datacoolie(
+        ["replay", "--stage", "bronze2silver", "--start", "2024-02-01", "--end", "2024-03-01",
+         "--chunk-interval-json", '{"months": 1}', *common]
+    )  # fmt: skip
+
+    assert code == 0
+    replayed = {e.partition_key: e.asset_materialization for e in events(home, SILVER)}
+    assert {k: m.metadata[constants.PARTITION_ROWS].value for k, m in replayed.items()} == {  # type: ignore[union-attr]
+        "2024-01": 2,
+        "2024-02": 1,
+    }
+
+
 @pytest.mark.slow
 def test_an_incremental_stage_job_load_marks_exactly_the_touched_partitions(project: Path, home: Path) -> None:
     defs = build_definitions(project / "metadata.json", state_base_path=project / "state")
