@@ -305,3 +305,36 @@ def test_without_an_instance_dagster_is_not_even_imported(project: Path) -> None
         [sys.executable, "-c", script], cwd=project, env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert done.stdout.split() == ["0", "False"], done.stderr
+
+
+@pytest.mark.slow
+def test_partitions_replayed_from_the_command_line_are_done_for_backfill(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundled example: a CLI replay of two months leaves only the third to ``backfill``."""
+    from datacoolie_dagster.backfill import plan_backfill
+    from datacoolie_dagster.example import METADATA_PATH
+    from datacoolie_dagster.example.generate import land_batch
+    from tests.dagster.test_backfill import asset_graph
+
+    project = tmp_path / "example"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("DATACOOLIE_METADATA", raising=False)
+    land_batch(project / "data", 1)
+    document = json.loads(Path(METADATA_PATH).read_text(encoding="utf-8"))
+    flow = next(d for d in document["dataflows"] if (d.get("configure") or {}).get("dagster", {}).get("partitions"))
+    column = flow["configure"]["dagster"]["partitions"].get("chunk_column") or flow["source"]["watermark_columns"][0]
+    common = ["--metadata", str(METADATA_PATH), "--state-path", "data/state", "--observer", f"dagster={home}"]
+    assert datacoolie(["run", "--stage", "landing2bronze", *common]) == 0
+
+    code = datacoolie(
+        ["replay", "--stage", flow["stage"], "--dataflow", flow["name"], "--start", "2024-01-01", "--end", "2024-03-01",
+         "--chunk-interval-json", '{"months": 1}', "--chunk-column", column, *common]
+    )  # fmt: skip
+
+    assert code == 0
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        plan = plan_backfill(instance, asset_graph(instance), "silver/sales/orders", "2024-01..2024-03")
+    assert plan.done == {SILVER: ("2024-01", "2024-02")}
+    assert [run.partition_keys for run in plan.runs] == [("2024-03",)]
