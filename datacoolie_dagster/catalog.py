@@ -103,8 +103,10 @@ def _replay_events(
     for members in by_chunk.values():
         key = _chunk_partition(asset.partitioning, members[0].replay_chunk or {}) if aligned else None
         if key is not None:
-            metadata = materialization_metadata(asset.table, members) | _partition_metadata(asset.partitioning, key)
-            events.append(_event(asset, metadata, partition=key))
+            touched = _touched_partitions(asset.partitioning, members)
+            rows = touched.rows.get(key, 0) if touched is not None else None
+            metadata = materialization_metadata(asset.table, members)
+            events.append(_event(asset, metadata | _partition_metadata(asset.partitioning, key, rows), partition=key))
         elif written := [c for c in members if c.status == "succeeded"]:
             events += _write_events(asset, written)
     return events

@@ -223,6 +223,7 @@ def test_a_replay_records_each_chunk_as_its_partition(
         "[2024-01-01 00:00:00+00:00, 2024-02-01 00:00:00+00:00)"
     )
     assert replayed["2024-01"].metadata[constants.ROWS_READ].value == 2  # type: ignore[union-attr]
+    assert replayed["2024-01"].metadata[constants.PARTITION_ROWS].value == 2  # type: ignore[union-attr]
     assert replayed["2024-02"].metadata[constants.ROWS_READ].value == 1  # type: ignore[union-attr]
     assert replayed["2024-01"].metadata[constants.RECORDED_BY].value == "datacoolie replay"  # type: ignore[union-attr]
 
