@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
 
+from datacoolie_core import FileProvider
 from datacoolie_core.destinations.touched import touched_windows
-from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
-from datacoolie_dagster.touched import column_window_spec, partition_rows
+from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def, table_partitioning
+from datacoolie_dagster.touched import column_window_spec, partition_rows, partition_rows_of_values
+from tests.dagster.test_catalog import METADATA
 
 
 def partitioning(**config: Any) -> TablePartitioning:
@@ -64,3 +68,26 @@ def test_rows_land_in_the_partition_of_their_window(
     found = partition_rows(table, touched)
     assert (dict(found.rows), found.outside) == (rows, outside)
     assert found.keys == list(rows)
+
+
+def test_values_of_a_new_file_map_to_the_partitions_of_their_dataflow(tmp_path: Path) -> None:
+    """What a partition sensor asks: which partitions do these window-column values belong to?"""
+    (tmp_path / "metadata.json").write_text(json.dumps(METADATA), encoding="utf-8")
+    (flow,) = FileProvider(tmp_path / "metadata.json").get_dataflows(stage="bronze2silver")
+    table = table_partitioning([flow])
+    assert table is not None
+
+    values = pl.Series([datetime(2024, 2, 10), datetime(2024, 7, 3), datetime(2024, 7, 9), None])
+    found = partition_rows_of_values(table, flow, values)
+
+    assert (dict(found.rows), found.outside) == ({"2024-02": 1, "2024-07": 2}, 1)
+
+
+def test_values_without_windows_are_an_error(tmp_path: Path) -> None:
+    (tmp_path / "metadata.json").write_text(json.dumps(METADATA), encoding="utf-8")
+    (flow,) = FileProvider(tmp_path / "metadata.json").get_dataflows(stage="bronze2silver")
+    table = table_partitioning([flow])
+    assert table is not None
+
+    with pytest.raises(ValueError, match=r"column 'order_date' of type String has no '1mo' windows"):
+        partition_rows_of_values(table, flow, pl.Series(["2024-02-10"]))
