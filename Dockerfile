@@ -8,6 +8,7 @@ WORKDIR /opt/datacoolie
 COPY pyproject.toml constraints.txt README.md ./
 COPY datacoolie_core ./datacoolie_core
 COPY datacoolie_dagster ./datacoolie_dagster
+COPY datacoolie_dagster_hook ./datacoolie_dagster_hook
 # the README's install, without the dev tools: every version pinned by constraints.txt
 RUN pip install --no-cache-dir -c constraints.txt . \
  && useradd --create-home datacoolie

@@ -28,10 +28,11 @@ from datacoolie_core import DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset
+from datacoolie_dagster.catalog import build_materializations
 from datacoolie_dagster.redaction import masked_events, masked_step
 from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.results import materialization_metadata
 from datacoolie_dagster.tables import DestinationTable, identifier, lineage_levels, writer_rounds
+from datacoolie_dagster.touched import window_specs
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
 PLAN_OP = "datacoolie_shards"
@@ -182,6 +183,7 @@ def _plan_op() -> dg.OpDefinition:
 
 def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool: str | None) -> dg.OpDefinition:
     """The op running one shard; a pooled stage has its own copy (its own name) declaring its pool."""
+    windows = window_specs({id(a): a for a in assets_by_dataflow.values()}.values())
 
     @dg.op(
         name=name,
@@ -193,6 +195,7 @@ def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool:
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
                                            "stop_on_error", "dry_run")}  # fmt: skip
+        overrides["touched_windows"] = windows  # a partitioned table records the partitions it touched
         runtimes: list[DataFlowRuntimeInfo] = []
         with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets
             with resource.driver(**overrides) as driver:
@@ -254,16 +257,9 @@ def _raise_failures(runtimes: list[DataFlowRuntimeInfo]) -> None:
 def _materializations(
     runtimes: list[DataFlowRuntimeInfo], assets_by_dataflow: Mapping[str, TableAsset]
 ) -> Iterator[dg.AssetMaterialization]:
-    """One materialization per table that at least one of ``runtimes`` wrote."""
-    written: dict[str, list[DataFlowRuntimeInfo]] = {}
-    for runtime in runtimes:
-        asset = assets_by_dataflow.get(runtime.dataflow_id)
-        if asset is not None and runtime.status == "succeeded":
-            written.setdefault(asset.table.key, []).append(runtime)
-    for table_runtimes in written.values():
-        asset = assets_by_dataflow[table_runtimes[0].dataflow_id]
-        metadata = materialization_metadata(asset.table, table_runtimes)
-        yield dg.AssetMaterialization(asset_key=asset.spec.key, metadata=metadata)
+    """One materialization per table that ``runtimes`` wrote; per touched partition for a partitioned one."""
+    assets = list({id(a): a for a in assets_by_dataflow.values()}.values())
+    yield from build_materializations(assets, runtimes)
 
 
 def _maintenance_job() -> dg.JobDefinition:

@@ -17,6 +17,7 @@ from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import ExecutionResult
+from datacoolie_core.observers import ObserverError, Observers, RunContext, parse_targets, start_observers
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_core.platform.paths import printable
 
@@ -69,6 +70,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     if parser.prog.split()[-1] != "maintenance":
         parser.add_argument("--dataflow", default=None, help="only these dataflows of the stage (names, comma list)")
+        parser.add_argument(
+            "--observer", action="append", default=[], metavar="NAME=TARGET",
+            help="record what was built with this run observer, e.g. dagster=/path/to/dagster_home "
+            "(installed observers start on their own when configured, e.g. with DAGSTER_HOME)",
+        )  # fmt: skip
+        parser.add_argument("--no-observers", action="store_true", help="record the run with no run observer")
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
@@ -82,14 +89,18 @@ def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
 
 
 def _run(args: argparse.Namespace) -> int:
+    observers = _observers(args, RunContext("run", args.metadata))
+    if observers is None:
+        return EXIT_USAGE
     extra = {"job_num": args.job_num, "job_index": args.job_index, "dry_run": args.dry_run}
+    extra["touched_windows"] = observers.windows()
 
     def operation(driver: DataCoolieDriver, progress: Progress) -> ExecutionResult:
         if args.dataflow is None:
             return driver.run(stage=args.stage, on_complete=progress.update)
         return driver.run(dataflows=_pick(driver, args), on_complete=progress.update)
 
-    return _drive(args, _config_or_exit(args, **extra), operation)
+    return _drive(args, _config_or_exit(args, **extra), operation, observers)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -111,7 +122,27 @@ def _replay(args: argparse.Namespace) -> int:
     def operation(driver: DataCoolieDriver, progress: Progress) -> ExecutionResult:
         return driver.run_replay(_pick(driver, args), replay, on_complete=progress.update)
 
-    return _drive(args, _config_or_exit(args, dry_run=args.dry_run), operation)
+    observers = _observers(args, RunContext("replay", args.metadata, replay=replay))
+    if observers is None:
+        return EXIT_USAGE
+    config = _config_or_exit(args, dry_run=args.dry_run, touched_windows=observers.windows())
+    return _drive(args, config, operation, observers)
+
+
+def _observers(args: argparse.Namespace, context: RunContext) -> Observers | None:
+    """The run observers that record this run (none for a dry run or ``--no-observers``)."""
+    try:
+        targets = parse_targets(args.observer)
+    except ObserverError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return None
+    if args.dry_run or args.no_observers:
+        return Observers()
+    observers = start_observers(context, targets)
+    for warning in observers.warnings:
+        print(printable(warning), file=sys.stderr)
+    observers.warnings.clear()
+    return observers
 
 
 def _maintenance(args: argparse.Namespace) -> int:
@@ -150,6 +181,7 @@ def _drive(
     args: argparse.Namespace,
     config: DataCoolieRunConfig | None,
     operation: Callable[[DataCoolieDriver, Progress], ExecutionResult],
+    observers: Observers | None = None,
 ) -> int:
     if config is None:
         return EXIT_USAGE
@@ -172,6 +204,9 @@ def _drive(
             file=sys.stderr,
         )
         return exit_code_of(e)
+    if observers is not None:  # after the driver closed: every commit and watermark is settled
+        for line in [*observers.record(result), *observers.warnings]:
+            print(printable(line), file=sys.stderr)
     if args.json:
         json.dump(_report(result), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

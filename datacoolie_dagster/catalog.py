@@ -1,0 +1,253 @@
+"""What a write materialized, as Dagster records it; and the run observer that records CLI runs.
+
+:func:`build_materializations` turns the driver's runtime records into the events a Dagster run of
+the same tables records: one per unpartitioned table written, and for a partitioned table one per
+partition whose window received rows (from the touched windows the core reports, see
+:mod:`.touched`) or, for a replay chunk that is exactly a partition, that partition. The stage jobs
+yield these events; :class:`DagsterCatalog` reports them as runless events after a
+``datacoolie run`` / ``replay``, so the catalog is true whichever way a table was loaded.
+
+The observer is the ``dagster`` entry of the ``datacoolie.run_observers`` group
+(``datacoolie_dagster_hook.run_observer``, which imports this module only when a Dagster instance is
+configured: ``--observer dagster=<home>`` or ``DAGSTER_HOME``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from datacoolie_core import DataCoolieError, FileProvider
+from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
+from datacoolie_core.observers import RunContext
+from datacoolie_core.orchestration.wiring import metadata_file_in
+from datacoolie_dagster import constants
+from datacoolie_dagster.assets import TableAsset, build_table_assets
+from datacoolie_dagster.partitions import TablePartitioning
+from datacoolie_dagster.results import materialization_metadata
+from datacoolie_dagster.touched import PartitionRows, partition_rows, window_spec, window_specs
+from datacoolie_dagster.translator import DataCoolieTranslator
+
+CODE_VERSION_TAG = "dagster/code_version"
+"""The tag a Dagster run puts on an asset's materializations (backfill compares it)."""
+
+
+def build_materializations(
+    assets: Sequence[TableAsset],
+    runtimes: Sequence[DataFlowRuntimeInfo],
+    *,
+    replay: ReplayConfig | None = None,
+    recorded_by: str | None = None,
+) -> list[dg.AssetMaterialization]:
+    """The materializations of the tables ``runtimes`` wrote, in table order.
+
+    ETL runtimes that succeeded are writes; a replay's record (``replay``: its config) contributes
+    each chunk that did not fail. A chunk whose window and column are a partition's is that
+    partition, replayed (even empty, as in a partition run); any other chunk is a write.
+    """
+    by_dataflow = {i: a for a in assets for i in a.table.dataflow_ids}
+    writes: dict[str, list[DataFlowRuntimeInfo]] = {}
+    chunks: dict[str, list[DataFlowRuntimeInfo]] = {}
+    for runtime in runtimes:
+        asset = by_dataflow.get(runtime.dataflow_id)
+        if asset is None:
+            continue
+        if runtime.chunks:
+            chunks.setdefault(asset.table.key, []).extend(c for c in runtime.chunks if c.status != "failed")
+        elif runtime.status == "succeeded":
+            writes.setdefault(asset.table.key, []).append(runtime)
+    events: list[dg.AssetMaterialization] = []
+    for asset in assets:
+        if asset.table.key in writes:
+            events += _write_events(asset, writes[asset.table.key])
+        if asset.table.key in chunks:
+            aligned = replay is not None and _replays_partition_column(asset, replay)
+            events += _replay_events(asset, chunks[asset.table.key], aligned=aligned)
+    extra = {constants.RECORDED_BY: recorded_by} if recorded_by else {}
+    return [_with_metadata(e, extra) for e in events] if extra else events
+
+
+def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> list[dg.AssetMaterialization]:
+    """One write of a table: one event, or one per touched partition."""
+    metadata = materialization_metadata(asset.table, runtimes)
+    if asset.partitioning is None:
+        return [_event(asset, metadata)]
+    touched = _touched_partitions(asset.partitioning, runtimes)
+    if touched is None:  # a write whose window column could not be read: say it was written, unpartitioned
+        return [_event(asset, metadata)]
+    return [
+        _event(asset, metadata | _partition_metadata(asset.partitioning, key, rows), partition=key)
+        for key, rows in touched.rows.items()
+    ]
+
+
+def _replay_events(
+    asset: TableAsset, chunks: list[DataFlowRuntimeInfo], *, aligned: bool
+) -> list[dg.AssetMaterialization]:
+    """Replay chunks: a chunk that is exactly a partition records it; any other chunk is a write.
+
+    ``aligned``: the replay selected on the partitions' column (else no chunk is a partition).
+    """
+    if asset.partitioning is None:
+        written = [c for c in chunks if c.status == "succeeded"]
+        return _write_events(asset, written) if written else []
+    by_chunk: dict[str, list[DataFlowRuntimeInfo]] = {}
+    for chunk in chunks:
+        by_chunk.setdefault(str((chunk.replay_chunk or {}).get("key")), []).append(chunk)
+    events = []
+    for members in by_chunk.values():
+        key = _chunk_partition(asset.partitioning, members[0].replay_chunk or {}) if aligned else None
+        if key is not None:
+            touched = _touched_partitions(asset.partitioning, members)
+            rows = touched.rows.get(key, 0) if touched is not None else None
+            metadata = materialization_metadata(asset.table, members)
+            events.append(_event(asset, metadata | _partition_metadata(asset.partitioning, key, rows), partition=key))
+        elif written := [c for c in members if c.status == "succeeded"]:
+            events += _write_events(asset, written)
+    return events
+
+
+def _replays_partition_column(asset: TableAsset, replay: ReplayConfig) -> bool:
+    """Whether every dataflow of the table replays on the column its partitions select on."""
+    for dataflow in asset.table.dataflows:
+        replayed = replay.chunk_column or next(iter(dataflow.source.watermark_columns), None)
+        spec = window_spec(asset.partitioning, dataflow) if asset.partitioning is not None else None
+        if spec is None or replayed is None or replayed.lower() != spec.column.lower():
+            return False
+    return True
+
+
+def _touched_partitions(partitioning: TablePartitioning, runtimes: list[DataFlowRuntimeInfo]) -> PartitionRows | None:
+    """Rows per partition over every write of ``runtimes``; ``None`` when a write's windows are unknown."""
+    rows: dict[str, int] = {}
+    outside = 0
+    for runtime in runtimes:
+        if runtime.transform.rows_out == 0:
+            continue  # nothing was written
+        touched = runtime.destination.touched
+        if touched is None:
+            return None
+        found = partition_rows(partitioning, touched)
+        outside += found.outside
+        for key, count in found.rows.items():
+            rows[key] = rows.get(key, 0) + count
+    return PartitionRows(dict(sorted(rows.items(), key=lambda item: _order(partitioning, item[0]))), outside)
+
+
+def _chunk_partition(partitioning: TablePartitioning, chunk: Mapping[str, Any]) -> str | None:
+    """The partition whose window is exactly the chunk's ``[start, end)``, if there is one."""
+    start, end = chunk.get("start"), chunk.get("end")
+    if start is None or end is None:
+        return None
+    for key in _candidates(partitioning, start):
+        if tuple(map(_utc, partitioning.window(key))) == (_utc(start), _utc(end)):
+            return key
+    return None
+
+
+def _candidates(partitioning: TablePartitioning, start: Any) -> list[str]:
+    """The partition a chunk starting at ``start`` could be (at most one)."""
+    definition = partitioning.partitions_def
+    if isinstance(definition, dg.TimeWindowPartitionsDefinition):
+        moment = _utc(start)
+        if not isinstance(moment, datetime) or moment < definition.start:
+            return []
+        if definition.end is not None and moment >= definition.end:
+            return []
+        return [definition.get_partition_key_for_timestamp(moment.timestamp())]
+    return [k for k in definition.get_partition_keys() if partitioning.window(k)[0] == start]
+
+
+def _partition_metadata(partitioning: TablePartitioning, key: str, rows: int | None = None) -> dict[str, Any]:
+    start, end = partitioning.window(key)
+    metadata: dict[str, Any] = {constants.WINDOW: f"[{start}, {end})"}
+    if rows is not None:
+        metadata[constants.PARTITION_ROWS] = rows
+    return metadata
+
+
+def _event(asset: TableAsset, metadata: dict[str, Any], partition: str | None = None) -> dg.AssetMaterialization:
+    version = asset.spec.code_version
+    return dg.AssetMaterialization(
+        asset_key=asset.spec.key,
+        partition=partition,
+        metadata=metadata,
+        tags={CODE_VERSION_TAG: version} if version else None,
+    )
+
+
+def _with_metadata(event: dg.AssetMaterialization, extra: dict[str, Any]) -> dg.AssetMaterialization:
+    return dg.AssetMaterialization(
+        asset_key=event.asset_key,
+        partition=event.partition,
+        metadata={**event.metadata, **extra},
+        tags=event.tags,
+    )
+
+
+def _order(partitioning: TablePartitioning, key: str) -> Any:
+    return _utc(partitioning.window(key)[0])
+
+
+def _utc(value: Any) -> Any:
+    """Datetimes (naive = UTC, as replay reads them) and dates as aware UTC datetimes."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    return value
+
+
+class DagsterCatalog:
+    """A run observer recording ``datacoolie run`` / ``replay`` in a Dagster instance.
+
+    Asset keys, partitions and code versions are those of a code location built from the same
+    metadata with the default :class:`DataCoolieTranslator`.
+    """
+
+    def __init__(self, home: Path, assets: Sequence[TableAsset], context: RunContext) -> None:
+        self.home = home
+        self.assets = list(assets)
+        self.context = context
+
+    @classmethod
+    def open(cls, home: str, context: RunContext) -> DagsterCatalog:
+        """The catalog of the instance at ``home`` for the tables of the run's metadata.
+
+        Raises:
+            DataCoolieError: ``home`` is not an existing folder.
+        """
+        path = Path(home).expanduser().absolute()
+        if not path.is_dir():
+            raise DataCoolieError(
+                f"Dagster home '{home}' is not a folder; create it, or fix DAGSTER_HOME / --observer dagster=<home>"
+            )
+        provider = FileProvider(metadata_file_in(context.metadata_path))
+        provider.initialize()
+        assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
+        return cls(path, assets, context)
+
+    def windows(self) -> Mapping[str, WindowSpec]:
+        return window_specs(self.assets)
+
+    def record(self, result: ExecutionResult) -> str:
+        context = self.context
+        events = build_materializations(
+            self.assets, result.runtimes, replay=context.replay, recorded_by=f"datacoolie {context.command}"
+        )
+        with dg.DagsterInstance.from_config(str(self.home)) as instance:
+            for event in events:
+                instance.report_runless_asset_event(event)
+        tables = len({e.asset_key for e in events})
+        partitions = sum(e.partition is not None for e in events)
+        if not events:
+            return f"dagster: recorded nothing in the instance at {self.home} (no table was written)"
+        return (
+            f"dagster: recorded {len(events)} materialization(s) of {tables} table(s)"
+            f"{f' ({partitions} partition(s))' if partitions else ''} in the instance at {self.home}"
+        )
