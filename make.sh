@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set-up and entry points for a fresh machine that has only Python 3.11 and pip.
 #   ./make.sh example   install, then validate and run the bundled example
+#   ./make.sh ui [dagster dev args]   install, then the Dagster UI + daemon on the project's instance (.dagster/)
 #   ./make.sh test      install, then lint and run the whole test suite
 #   ./make.sh install [dev,oracle]   only create .venv and install the project (pinned by constraints.txt)
 set -euo pipefail
@@ -46,6 +47,31 @@ example() {
     --start 2024-01-01 --end 2024-04-01 --chunk-interval-json '{"months": 1}' --chunk-column created_at "${state[@]}"
 }
 
+installed() {
+  # Whether some install (any extras) is newer than pyproject.toml and constraints.txt.
+  local stamp
+  for stamp in "$VENV"/.installed-*; do
+    [[ -f "$stamp" && "$stamp" -nt pyproject.toml && "$stamp" -nt constraints.txt ]] && return 0
+  done
+  return 1
+}
+
+ui() {
+  # `dagster dev` (webserver + daemon) on a persistent instance: DAGSTER_HOME defaults to ./.dagster
+  # (kept out of git), whose dagster.yaml is this repository's (queue limit, pools, Dagster's own
+  # retries off, run monitoring). Without DAGSTER_HOME, dagster dev would use a temporary instance
+  # whose runs, materializations and sensor ticks vanish on exit.
+  installed || install
+  export DAGSTER_HOME="${DAGSTER_HOME:-$PWD/.dagster}"
+  mkdir -p "$DAGSTER_HOME"
+  if [[ ! -f "$DAGSTER_HOME/dagster.yaml" || dagster.yaml -nt "$DAGSTER_HOME/dagster.yaml" ]]; then
+    cp dagster.yaml "$DAGSTER_HOME/dagster.yaml"
+  fi
+  echo "Dagster instance: $DAGSTER_HOME (settings: $DAGSTER_HOME/dagster.yaml, copied from ./dagster.yaml)"
+  echo "(dagster dev warns that ./dagster.yaml is not used: the instance uses that copy)"
+  exec "$VENV/bin/dagster" dev -w workspace.yaml "$@"
+}
+
 ensure_postgres() {
   # The database-source tests run against a real PostgreSQL server that they start themselves
   # from the Debian package's binaries (tests/support/postgres.py).
@@ -88,6 +114,7 @@ test() {
 case "${1:-}" in
   install) shift; install "$@" ;;
   example) example ;;
+  ui) shift; ui "$@" ;;
   test) shift; test "$@" ;;
-  *) echo "usage: ./make.sh install|example|test [pytest args]" >&2; exit 2 ;;
+  *) echo "usage: ./make.sh install|example|ui|test [args]" >&2; exit 2 ;;
 esac

@@ -1,11 +1,12 @@
 """``datacoolie-dagster``: commands for deployments and CI.
 
-``datacoolie-dagster tick [-w workspace.yaml | -m module | -f file.py] [--instance DAGSTER_HOME]``
+``datacoolie-dagster tick [-w workspace.yaml | -m module | -f file.py] [--instance DAGSTER_HOME] [-v]``
 makes ONE pass of the daemon's schedule and sensor loops over the code location(s), then exits:
 every RUNNING schedule and sensor (declared in code or started in the UI) is evaluated exactly as
 ``dagster-daemon`` would (tick store, cursors, ``run_key`` dedupe, minimum intervals), and the due
 runs are submitted to the instance's run coordinator (the queue: a daemon or ``dagster run`` worker
-still has to dequeue them). Exit 0, or 1 if an evaluation failed. STOPPED instigators are not
+still has to dequeue them). It prints one line per schedule and sensor: the run ids it queued, why
+it skipped, or why it was not evaluated. Exit 0, or 1 if an evaluation failed. STOPPED instigators are not
 evaluated (start them with ``dagster schedule start`` / ``dagster sensor start``).
 
 Pinned to dagster 1.13.27: it calls the daemon's iteration functions
@@ -22,11 +23,12 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import dagster as dg
 from dagster._core.remote_representation.external import RemoteSchedule, RemoteSensor
-from dagster._core.scheduler.instigation import InstigatorType, TickStatus
+from dagster._core.scheduler.instigation import InstigatorTick, TickStatus
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import (
     WorkspaceLoadTarget,
@@ -37,7 +39,7 @@ from dagster._utils.error import SerializableErrorInfo
 
 from datacoolie_core.cli.output import run_masked
 from datacoolie_dagster.backfill import add_backfill_parser
-from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target, quiet_instance_logs
 from datacoolie_dagster.rebuild import add_rebuild_parser
 
 LOGGER = logging.getLogger("datacoolie_dagster.tick")
@@ -54,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    quiet_instance_logs()
+    # the daemon loops log every step ("Checking for new runs for sensor: ..."); the summary says what
+    # each instigator did, so those lines only come with --verbose (warnings and errors always do)
+    LOGGER.setLevel(logging.WARNING)
     return int(args.handler(args))
 
 
@@ -62,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     tick = commands.add_parser("tick", help="one pass of the schedules and sensors, then exit")
     add_location_options(tick)
+    tick.add_argument("-v", "--verbose", action="store_true", help="also log each step of the daemon loops")
     tick.set_defaults(handler=_tick)
     add_backfill_parser(commands)
     add_rebuild_parser(commands)
@@ -73,11 +80,39 @@ def _tick(args: argparse.Namespace) -> int:
     home = instance_home(args, "tick")
     if not home:
         return 2
+    if args.verbose:
+        LOGGER.setLevel(logging.INFO)
     with dg.DagsterInstance.from_config(os.fspath(home)) as instance:
-        failures = tick_once(instance, target)
-    for failure in failures:
+        report = tick_pass(instance, target, verbose=args.verbose)
+    for outcome in report.outcomes:
+        if outcome.status != "failed":
+            print(outcome.line())
+    for failure in report.failures:
         print(f"datacoolie-dagster tick: {failure}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if report.failures else 0
+
+
+@dataclass(frozen=True)
+class TickOutcome:
+    """What one schedule or sensor did in a ``tick`` pass, read back from its tick record."""
+
+    kind: str
+    """``schedule`` or ``sensor``."""
+    name: str
+    status: str
+    """``queued`` (runs submitted), ``skipped``, ``failed``, ``not evaluated``."""
+    detail: str
+    """Run ids, skip reason, error, or why it was not evaluated."""
+
+    def line(self) -> str:
+        return f"{self.kind} '{self.name}': {self.status}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True)
+class TickReport:
+    outcomes: list[TickOutcome]
+    failures: list[str]
+    """One message per failed evaluation (empty: all went well)."""
 
 
 def tick_once(instance: dg.DagsterInstance, target: WorkspaceLoadTarget) -> list[str]:
@@ -85,11 +120,24 @@ def tick_once(instance: dg.DagsterInstance, target: WorkspaceLoadTarget) -> list
 
     Returns one message per failed evaluation (empty: all went well).
     """
+    return tick_pass(instance, target).failures
+
+
+def tick_pass(instance: dg.DagsterInstance, target: WorkspaceLoadTarget, *, verbose: bool = False) -> TickReport:
+    """:func:`tick_once`, also reporting what each schedule and sensor did (queued run ids, skip reasons).
+
+    ``verbose``: the code server also logs its start and stop (INFO).
+    """
     started = datetime.now(UTC)
-    with WorkspaceProcessContext(instance, target) as context:
-        errors = [*_drain(_schedules_pass(context, started)), *_drain(_sensors_pass(context))]
-        errors.extend(_failed_ticks(instance, context, started))
-    return list(dict.fromkeys(errors))
+    with WorkspaceProcessContext(instance, target, code_server_log_level="INFO" if verbose else "WARNING") as context:
+        instigators, errors = _instigators(context)
+        # a schedule's tick is stamped with its fire time, not with when it was evaluated: a tick is
+        # this pass's when its storage id is past the latest one before the pass
+        before = {i.selector_id: _tick_ids(instance, i, limit=1) for i in instigators}
+        errors += [*_drain(_schedules_pass(context, started)), *_drain(_sensors_pass(context))]
+        outcomes = [_outcome(instance, i, max(before[i.selector_id], default=0)) for i in instigators]
+    errors += [f"{o.kind} '{o.name}' failed: {o.detail}" for o in outcomes if o.status == "failed"]
+    return TickReport(outcomes, list(dict.fromkeys(errors)))
 
 
 def _schedules_pass(context: WorkspaceProcessContext, now: datetime) -> Iterator[object]:
@@ -113,23 +161,51 @@ def _drain(results: Iterator[object]) -> list[str]:
     return [error.to_string() for error in results if isinstance(error, SerializableErrorInfo)]
 
 
-def _failed_ticks(instance: dg.DagsterInstance, context: WorkspaceProcessContext, since: datetime) -> list[str]:
-    """Ticks of this pass that ended in FAILURE (an evaluation error the loops only stored)."""
-    failed: list[str] = []
+def _instigators(context: WorkspaceProcessContext) -> tuple[list[RemoteSchedule | RemoteSensor], list[str]]:
+    """Every schedule and sensor of the workspace, and the code locations that failed to load."""
+    instigators: list[RemoteSchedule | RemoteSensor] = []
+    load_errors: list[str] = []
     for location in context.create_request_context().get_code_location_entries().values():
         if location.load_error is not None:
-            failed.append(f"code location '{location.origin.location_name}' failed to load: {location.load_error}")
+            load_errors.append(f"code location '{location.origin.location_name}' failed to load: {location.load_error}")
             continue
         assert location.code_location is not None
         for repository in location.code_location.get_repositories().values():
-            instigators: list[RemoteSchedule | RemoteSensor] = [*repository.get_schedules(), *repository.get_sensors()]
-            for instigator in instigators:
-                ticks = instance.get_ticks(instigator.get_remote_origin_id(), instigator.selector_id, limit=1)
-                if ticks and ticks[0].status == TickStatus.FAILURE and ticks[0].timestamp >= since.timestamp():
-                    kind = "schedule" if ticks[0].instigator_type == InstigatorType.SCHEDULE else "sensor"
-                    error = ticks[0].error.message.strip() if ticks[0].error else "no error recorded"
-                    failed.append(f"{kind} '{instigator.name}' failed: {error}")
-    return failed
+            instigators += [*repository.get_schedules(), *repository.get_sensors()]
+    return instigators, load_errors
+
+
+def _ticks(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, limit: int) -> list[InstigatorTick]:
+    return list(instance.get_ticks(instigator.get_remote_origin_id(), instigator.selector_id, limit=limit))
+
+
+def _tick_ids(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, limit: int) -> list[int]:
+    return [tick.tick_id for tick in _ticks(instance, instigator, limit)]
+
+
+def _outcome(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, after: int) -> TickOutcome:
+    """What ``instigator`` did in this pass: its ticks with a storage id past ``after`` (newest first)."""
+    kind = "schedule" if isinstance(instigator, RemoteSchedule) else "sensor"
+    ticks = [tick for tick in _ticks(instance, instigator, limit=_MAX_TICKS_PER_PASS) if tick.tick_id > after]
+    if not ticks:
+        stored = instance.get_instigator_state(instigator.get_remote_origin_id(), instigator.selector_id)
+        running = instigator.get_current_instigator_state(stored).is_running
+        why = "not due yet" if running else f"stopped (start it in the UI, or: dagster {kind} start {instigator.name})"
+        return TickOutcome(kind, instigator.name, "not evaluated", why)
+    failed = [tick for tick in ticks if tick.status == TickStatus.FAILURE]
+    if failed:
+        error = failed[0].error
+        return TickOutcome(kind, instigator.name, "failed", error.message.strip() if error else "no error recorded")
+    run_ids = [run_id for tick in reversed(ticks) for run_id in tick.run_ids]
+    if run_ids:
+        return TickOutcome(kind, instigator.name, "queued", f"{len(run_ids)} run(s): {', '.join(run_ids)}")
+    if ticks[0].status == TickStatus.SKIPPED:
+        return TickOutcome(kind, instigator.name, "skipped", ticks[0].skip_reason or "nothing to do")
+    return TickOutcome(kind, instigator.name, ticks[0].status.value.lower(), "no run requested")
+
+
+_MAX_TICKS_PER_PASS = 50
+"""A schedule catching up makes one tick per missed fire; more than the daemon's catch-up limit."""
 
 
 if __name__ == "__main__":  # pragma: no cover

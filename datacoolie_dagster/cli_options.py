@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -40,3 +41,10 @@ def instance_home(args: argparse.Namespace, command: str) -> str | None:
     if not home:
         print(f"datacoolie-dagster {command}: no instance; pass --instance DIR or set DAGSTER_HOME", file=sys.stderr)
     return home
+
+
+def quiet_instance_logs() -> None:
+    """Keep alembic's INFO lines out of our output: it logs "Context impl SQLiteImpl." and each
+    schema stamp every time a SQLite instance is opened, which says nothing to a user. Its warnings
+    and errors (a failed migration) still show."""
+    logging.getLogger("alembic").setLevel(logging.WARNING)

@@ -1,6 +1,6 @@
 """``DataCoolieComponent``: the same factory for ``dg`` projects, configured in ``defs.yaml``.
 
-    # defs/datacoolie/defs.yaml
+    # src/<project>/defs/datacoolie/defs.yaml
     type: datacoolie_dagster.DataCoolieComponent
     attributes:
       metadata_path: metadata/pipeline.json
@@ -11,16 +11,24 @@
         bronze2silver: {cron: "0 * * * *", timezone: Europe/Paris, catchup: true}
       max_runs: {bronze2silver: 1}
 
-Relative paths resolve against the folder holding ``defs.yaml``.
+**One root.** Relative paths resolve against the *project root* (the folder of the project's
+``pyproject.toml``, where ``dg`` runs): the component's own paths (``metadata_path``,
+``state_base_path``, ``log_base_path``) and the metadata's relative ``base_path`` s, which
+DataCoolie resolves against the working directory. So a code location started from anywhere else
+is refused at load when the metadata has relative base paths (its tables would silently go
+elsewhere); ``dg dev`` / ``dagster dev`` started from the project root is the normal case.
+``dg list components`` finds this class through the ``dagster_dg_cli.registry_modules`` entry point.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from datacoolie_core import FileProvider
 from datacoolie_dagster.factory import build_definitions
 
 
@@ -28,12 +36,13 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
     """DataCoolie metadata as assets, replay partitions and sharded stage jobs."""
 
     metadata_path: str
-    """The DataCoolie metadata file (JSON or YAML)."""
+    """The DataCoolie metadata file (JSON or YAML), relative to the project root."""
     stages: list[str] | None = None
     """Only these stages; default every stage."""
     state_base_path: str | None = None
-    """Watermarks root (``<state>/watermarks``); default beside the metadata file."""
+    """Watermarks root (``<state>/watermarks``), relative to the project root; default beside the metadata file."""
     log_base_path: str | None = None
+    """Execution and system logs root, relative to the project root; no log files when unset."""
     max_workers: int = 4
     retry_count: int = 0
     retry_delay: float = 5.0
@@ -48,16 +57,14 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
     """Live runs per stage (an int for every stage, or ``{stage: n}``)."""
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
-        def resolve(path: str | None) -> Path | None:
-            return None if path is None else (Path(path) if Path(path).is_absolute() else context.path / path)
-
-        metadata = resolve(self.metadata_path)
-        assert metadata is not None
+        root = context.project_root
+        metadata = _under(root, self.metadata_path)
+        ensure_one_root(metadata, root, defs_file=context.path / "defs.yaml")
         return build_definitions(
             metadata,
             stages=self.stages,
-            state_base_path=resolve(self.state_base_path),
-            log_base_path=resolve(self.log_base_path),
+            state_base_path=_under(root, self.state_base_path) if self.state_base_path else None,
+            log_base_path=_under(root, self.log_base_path) if self.log_base_path else None,
             max_workers=self.max_workers,
             retry_count=self.retry_count,
             retry_delay=self.retry_delay,
@@ -68,3 +75,36 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
             retry_base_delay=self.retry_base_delay,
             max_runs=self.max_runs,
         )
+
+
+def _under(root: Path, path: str) -> Path:
+    return Path(path) if Path(path).is_absolute() else root / path
+
+
+def ensure_one_root(metadata: Path, root: Path, *, defs_file: Path) -> None:
+    """Refuse to load when the metadata's relative base paths would not resolve against ``root``.
+
+    Raises:
+        ValueError: naming the base paths, the working directory, the project root and the fix.
+    """
+    cwd = Path.cwd()
+    if cwd.resolve() == root.resolve():
+        return
+    relative = relative_base_paths(metadata)
+    if relative:
+        raise ValueError(
+            f"{defs_file}: the metadata's relative base_path {', '.join(map(repr, relative))} resolve against "
+            f"the working directory {cwd}, and this component's paths against the project root {root}; "
+            f"start dg / dagster from {root}, or make those base paths absolute"
+        )
+
+
+def relative_base_paths(metadata: str | os.PathLike[str]) -> list[str]:
+    """The relative ``configure.base_path`` of the metadata's connections (URIs are absolute)."""
+    provider = FileProvider(metadata)
+    provider.initialize()
+    try:
+        paths = {c.base_path for c in provider.get_connections(active_only=False) if c.base_path}
+    finally:
+        provider.close()
+    return sorted(p for p in paths if "://" not in p and not Path(p).is_absolute())

@@ -86,9 +86,13 @@ def build_definitions(
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
     limits = stage_limits(dataflows, max_runs)
     pools = {stage: pool_for(stage) for stage in limits}
-    jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = list(
-        build_jobs(stage_names, assets, pools) if include_jobs else []
-    )
+    # The op jobs carry their resource: a sensor targeting a job that lacks one is rebuilt by
+    # Definitions (SensorDefinition.with_attributes), which passes owners=[] and so prints an `owners`
+    # BetaWarning in every process that loads the code location (Dagster 1.13.27).
+    jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [
+        job.with_top_level_resources({RESOURCE_KEY: resource.get_resource_definition()})
+        for job in (build_jobs(stage_names, assets, pools) if include_jobs else [])
+    ]
     by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
     timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
     sensors: list[dg.SensorDefinition] = (

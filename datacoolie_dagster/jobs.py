@@ -25,6 +25,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataFlow
+from datacoolie_core.cli.progress import describe
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset
@@ -209,6 +210,9 @@ def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool:
             context.log.info(
                 f"shard {shard['job_index']}/{shard['job_num']}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
             )
+            for runtime in runtimes:
+                if runtime.status == "skipped":
+                    context.log.info(describe(runtime))
             _raise_failures(runtimes)
 
     return run_shard
@@ -279,6 +283,8 @@ def _maintenance_job() -> dg.JobDefinition:
             context.log.info(
                 f"maintenance: {result.succeeded} succeeded, {result.failed} failed, {result.skipped} skipped"
             )
+            for runtime in result.runtimes:
+                context.log.info(describe(runtime))
             if result.failed:
                 raise dg.Failure(description=f"maintenance failed for: {result.failure_summary()}")
 

@@ -51,6 +51,11 @@ class Progress:
         self.stream.flush()
 
 
+def describe(runtime: DataFlowRuntimeInfo) -> str:
+    """One line for a finished dataflow: status, name, and what it did (rows, files), why it skipped or failed."""
+    return _line(None, runtime)
+
+
 def _line(done: int | None, runtime: DataFlowRuntimeInfo) -> str:
     counter = f"[{done}] " if done is not None else ""
     detail = (
@@ -58,7 +63,46 @@ def _line(done: int | None, runtime: DataFlowRuntimeInfo) -> str:
         if runtime.status == "failed"
         else f"reason: {runtime.skip_reason}"
         if runtime.status == "skipped"
+        else _maintained(runtime)
+        if runtime.operation_type == "maintenance"
         else f"read {runtime.source.rows_read}, wrote {runtime.destination.rows_written}"
     )
     seconds = f" in {runtime.duration_seconds:.2f} s" if runtime.duration_seconds is not None else ""
     return f"{counter}{runtime.status:<9} {runtime.dataflow_name} ({detail}){seconds}"
+
+
+def _maintained(runtime: DataFlowRuntimeInfo) -> str:
+    """What a maintenance target did, operation by operation, and the table version it left."""
+    done = [_OPERATION_TEXT.get(name, _other)(figures) for name, figures in runtime.operations.items()]
+    return "; ".join([*done, f"table version {runtime.destination.table_version}"])
+
+
+def _compacted(figures: dict[str, int]) -> str:
+    if not figures["files_removed"]:
+        return "compacted: nothing to compact"
+    return (
+        f"compacted {figures['files_removed']} file(s) ({_size(figures['bytes_removed'])}) "
+        f"into {figures['files_added']} ({_size(figures['bytes_added'])})"
+    )
+
+
+def _vacuumed(figures: dict[str, int]) -> str:
+    if not figures["files_removed"]:
+        return "vacuumed: no unreferenced file past the retention"
+    return f"vacuumed {figures['files_removed']} unreferenced file(s) ({_size(figures['bytes_removed'])} deleted)"
+
+
+def _other(figures: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in figures.items())
+
+
+_OPERATION_TEXT = {"compact": _compacted, "cleanup": _vacuumed}
+
+
+def _size(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")

@@ -103,6 +103,9 @@ class DataFlowRuntimeInfo:
     """For one replay chunk: ``index``, ``key``, ``start`` (inclusive) and ``end`` (exclusive)."""
     chunks: list[DataFlowRuntimeInfo] = field(default_factory=list)
     """For a replay's aggregate record: each chunk's own record, in order."""
+    operations: dict[str, dict[str, int]] = field(default_factory=dict)
+    """For a maintenance target: ``{"compact" | "cleanup": {files_added, files_removed, bytes_added,
+    bytes_removed}}`` (``destination`` holds their sums; a vacuum may delete the files a compaction removed)."""
     exception: BaseException | None = field(default=None, repr=False, compare=False)
     """The error of a failed run, for the caller's retry policy (not serialized)."""
 

@@ -224,6 +224,12 @@ def _record(runtime: DataFlowRuntimeInfo, results: list[OperationResult], table:
     destination.operation_type = "+".join(r.operation for r in results)
     for result in results:
         runtime.phase_seconds[result.operation] = result.seconds
+        runtime.operations[result.operation] = {
+            "files_added": result.files_added,
+            "files_removed": result.files_removed,
+            "bytes_added": result.bytes_added,
+            "bytes_removed": result.bytes_removed,
+        }
         destination.files_added += result.files_added
         destination.files_removed += result.files_removed
         destination.bytes_added += result.bytes_added

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -200,3 +201,25 @@ def test_sigterm_closes_the_driver_and_exits_143(tmp_path: Path) -> None:
     assert job["status"] == "failed"
     assert job["end_time"] is not None
     assert "interrupted by KeyboardInterrupt" in job["error_message"]
+
+
+def test_maintenance_says_what_it_compacted_and_vacuumed(lake: Lake, capsys: pytest.CaptureFixture[str]) -> None:
+    # two appends: two data files to compact; retention 0: the vacuum then deletes both
+    for _ in range(2):
+        assert run_cli(capsys, "run", "--metadata", lake.metadata_path, "--stage", "other")[0] == 0
+    written = set((lake.root / "lake" / "customers").glob("*.parquet"))
+    assert len(written) == 2
+
+    code, _, err = run_cli(capsys, "maintenance", "--metadata", lake.metadata_path, "--retention-hours", "0")
+
+    assert code == 0
+    left = set((lake.root / "lake" / "customers").glob("*.parquet"))
+    assert len(left) == 1
+    assert not left & written
+    assert re.search(
+        r"succeeded customers \(compacted 2 file\(s\) \(\d+\.\d KiB\) into 1 \(\d+\.\d KiB\); "
+        r"vacuumed 2 unreferenced file\(s\) \(\d+\.\d KiB deleted\); table version \d+\)",
+        err,
+    ), err
+    assert re.search(r"skipped +orders \(reason: Delta table at .*orders does not exist yet\)", err), err
+    assert "read 0, wrote 0" not in err

@@ -113,3 +113,33 @@ def test_maintenance_job_compacts_every_delta_destination(lake: Path, instance: 
     assert len(DeltaTable(bronze).file_uris()) == 1
     assert "OPTIMIZE" in [entry["operation"] for entry in DeltaTable(bronze).history()]
     assert pl.read_delta(bronze).height == 5
+    # the run's log says what was compacted, table by table
+    messages = log_messages(instance, result)
+    compacted = [m for m in messages if m.startswith("succeeded orders_us_to_bronze (compacted 3 file(s)")]
+    assert len(compacted) == 1, messages
+    assert "into 1 (" in compacted[0]
+    assert (
+        "skipped   orders_to_silver (reason: Delta table at ./lake/silver/sales/orders does not exist yet)"
+        in " ".join(messages)
+    )
+
+
+def log_messages(instance: dg.DagsterInstance, result: dg.ExecuteInProcessResult) -> list[str]:
+    return [entry.user_message for entry in instance.all_logs(result.run_id) if entry.user_message]
+
+
+def test_stage_job_names_each_skipped_dataflow_and_why(lake: Path, instance: dg.DagsterInstance) -> None:
+    land_lineage(lake)
+    defs = definitions(lake)
+    assert execute(defs, "datacoolie_landing2bronze", {}, instance).success
+
+    again = execute(defs, "datacoolie_landing2bronze", {}, instance)  # nothing new landed
+
+    assert again.success
+    messages = log_messages(instance, again)
+    assert "shard 0/1: 1 succeeded, 0 failed, 2 skipped" in messages
+    skipped = sorted(m.split(" in ")[0] for m in messages if m.startswith("skipped "))
+    assert skipped == [
+        "skipped   orders_eu_to_bronze (reason: no new source rows)",
+        "skipped   orders_us_to_bronze (reason: no new source rows)",
+    ]

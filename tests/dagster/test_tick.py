@@ -84,6 +84,15 @@ def test_tick_submits_what_is_due_once_and_reports_a_failed_evaluation(
         # tick 1 — the sensor is due; the new schedule only records when it started (as the daemon does)
         assert tick(deployment) == 0
         assert runs(instance) == [("landing-once", "QUEUED")]
+        # ... and the summary says so, with the id of the run it queued
+        (sensed,) = instance.get_run_ids()
+        printed = capsys.readouterr().out.splitlines()
+        assert f"sensor 'landing_once': queued: 1 run(s): {sensed}" in printed
+        assert f"schedule '{SCHEDULE}': not evaluated: not due yet" in printed
+        assert (
+            "sensor 'datacoolie_sources': not evaluated: stopped (start it in the UI, or: dagster sensor start datacoolie_sources)"
+            in printed
+        )
         # the pool limits sensor (running by default) stored max_runs in the instance
         assert instance.event_log_storage.get_concurrency_info("datacoolie/landing2bronze").slot_count == 2
 
@@ -91,6 +100,10 @@ def test_tick_submits_what_is_due_once_and_reports_a_failed_evaluation(
         rewind_schedule(instance, hours=3)
         assert tick(deployment) == 0
         assert runs(instance) == [(SCHEDULE, "QUEUED"), ("landing-once", "QUEUED")]
+        fired = next(r.run_id for r in instance.get_runs() if r.run_id != sensed)
+        printed = capsys.readouterr().out.splitlines()
+        assert f"schedule '{SCHEDULE}': queued: 1 run(s): {fired}" in printed
+        assert any(line.startswith("sensor 'landing_once': skipped: ") for line in printed), printed
 
         # tick 3 — nothing due
         assert tick(deployment) == 0
