@@ -129,7 +129,7 @@ def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
     columns = [c for c in source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
     connection, dialect, base = source_query(dataflow, label)
     (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns), label, "probe the source for new rows")
-    return {"rows": int(row[0]), "max": {c: _jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
+    return {"rows": int(row[0]), "max": {c: jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
 
 
 def source_query(dataflow: DataFlow, label: str) -> tuple[Connection, str, exp.Query]:
@@ -164,7 +164,7 @@ def _probe_sql(base: exp.Query, columns: Sequence[str]) -> exp.Select:
     return exp.select(*aggregates).from_(base.subquery(exp.to_identifier("t", quoted=True)))
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, datetime | date):
