@@ -21,6 +21,31 @@ class _RunModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+class WindowSpec(_RunModel):
+    """Which windows of a column a write touched: ``[origin + k*every, origin + (k+1)*every)``.
+
+    The caller (an orchestrator that partitions tables by this column) names the column; the
+    runner reports the touched windows and their row counts in ``DestinationRuntimeInfo.touched``.
+    """
+
+    column: str
+    """The column, as metadata names it (resolved like every metadata column name)."""
+    every: str | int = "1d"
+    """Window width: a polars duration (``"1h"``, ``"1d"``, ``"1mo"``) for date/datetime columns,
+    a positive step for integer columns."""
+    origin: int = 0
+    """Integer windows start at ``origin + k * every`` (calendar windows align as polars truncates)."""
+
+    @field_validator("every")
+    @classmethod
+    def _positive_width(cls, every: str | int) -> str | int:
+        if isinstance(every, int) and every < 1:
+            raise ValueError(f"a window step must be a positive integer, got {every}")
+        if isinstance(every, str) and not every.strip():
+            raise ValueError("a window width must be a polars duration such as '1h', '1d' or '1mo'")
+        return every
+
+
 class DataCoolieRunConfig(_RunModel):
     """How one driver invocation runs: sharding, concurrency, retries, dry run."""
 
@@ -45,6 +70,8 @@ class DataCoolieRunConfig(_RunModel):
     """Column-name sanitizer mode (transformer slot 90)."""
     run_attributes: dict[str, Any] = Field(default_factory=dict)
     """Free JSON object copied into the job's execution log."""
+    touched_windows: dict[str, WindowSpec] = Field(default_factory=dict)
+    """``dataflow_id -> WindowSpec``: report which windows each write of that dataflow touched."""
 
     @model_validator(mode="after")
     def _index_in_range(self) -> DataCoolieRunConfig:

@@ -41,6 +41,22 @@ class TransformRuntimeInfo:
 
 
 @dataclass
+class TouchedWindows:
+    """The windows of one column a write's rows fall in (asked for by a ``WindowSpec``).
+
+    ``starts[i]`` is a window start (date, datetime or int, in the column's type; naive datetimes and
+    dates are UTC), ``rows[i]`` the rows of the write in that window. Rows whose value is null are in
+    no window (``null_rows``).
+    """
+
+    column: str
+    every: str | int
+    starts: list[Any] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    null_rows: int = 0
+
+
+@dataclass
 class DestinationRuntimeInfo:
     """What the write committed (from the commit itself, not a history re-read)."""
 
@@ -59,6 +75,8 @@ class DestinationRuntimeInfo:
     """This dataflow's write sequence recorded in the commit (exactly-once bookkeeping)."""
     recovered: bool = False
     """True when the write had already landed in an interrupted earlier run and was not repeated."""
+    touched: TouchedWindows | None = None
+    """The windows the written rows fall in, when the run config asked for this dataflow's."""
 
 
 @dataclass

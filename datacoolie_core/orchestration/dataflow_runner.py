@@ -26,6 +26,7 @@ import polars as pl
 from datacoolie_core import faults
 from datacoolie_core.destinations import get_writer
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
+from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.errors import TransformError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
@@ -160,6 +161,9 @@ def _write(
     destination = final_destination(dataflow.destination, data.columns, mode)
     window = final_window(_replace_window(dataflow, result), data.columns, mode)
     info.destination = writer.write(data, destination, marker=marker, window=window)
+    spec = run.run_config.touched_windows.get(info.dataflow_id)
+    if spec is not None:  # the caller partitions this table: which of its windows got rows
+        info.destination.touched = touched_windows(data, spec, mode)
     faults.crash_point(faults.AFTER_COMMIT)
 
 
