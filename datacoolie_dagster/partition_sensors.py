@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +39,7 @@ import polars as pl
 
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
+from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.errors import SourceError
 from datacoolie_dagster.assets import TableAsset
 from datacoolie_dagster.observations import is_sensable
@@ -47,12 +47,12 @@ from datacoolie_dagster.partitions import TablePartitioning
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, dump_cursor, parse_cursor, triggers_enabled
 from datacoolie_dagster.source_changes import Grain, read_change
 from datacoolie_dagster.tables import SourceRef, source_refs
+from datacoolie_dagster.touched import column_window_spec, partition_rows
 
 PARTITION_SENSOR_NAME = "datacoolie_partitions"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
-_GRAINS = {"minutes": ("minute", "1m"), "hours": ("hour", "1h"), "days": ("day", "1d"), "weeks": ("day", "1d"),
-           "months": ("month", "1mo"), "years": ("month", "1mo")}  # fmt: skip
+_GRAINS = {"minutes": "minute", "hours": "hour", "days": "day", "weeks": "day", "months": "month", "years": "month"}
 
 
 @dataclass(frozen=True)
@@ -188,14 +188,15 @@ def evaluate_partitions(
 def _table_change(table: PartitionedTable, seen: dict[str, Any], skipped: list[int]) -> tuple[set[str], dict[str, Any]]:
     partitioning = table.partitioning
 
-    def keys_of(values: pl.Series) -> set[str]:
-        keys, outside = partition_keys(partitioning, values)
-        skipped.append(outside)
-        return keys
-
     keys: set[str] = set()
     state: dict[str, Any] = {}
     for source in table.sources:
+
+        def keys_of(values: pl.Series, column: str = source.column) -> set[str]:
+            found, outside = partition_keys(partitioning, column, values)
+            skipped.append(outside)
+            return found
+
         change = read_change(
             source.dataflow, source.refs, source.column, seen.get(source.name), keys_of, _grain(partitioning)
         )
@@ -204,31 +205,25 @@ def _table_change(table: PartitionedTable, seen: dict[str, Any], skipped: list[i
     return keys, state
 
 
-def partition_keys(partitioning: TablePartitioning, values: pl.Series) -> tuple[set[str], int]:
-    """The partition keys whose windows hold ``values``, and how many distinct values fell outside.
+def partition_keys(partitioning: TablePartitioning, column: str, values: pl.Series) -> tuple[set[str], int]:
+    """The partition keys whose windows hold ``values`` of ``column``, and how many values fell outside.
 
-    Datetimes without a zone are UTC (as the replay reads them); dates start their day; text is parsed.
+    The mapping is :mod:`.touched`'s (naive datetimes are UTC, as the replay reads them); text (CSV)
+    is parsed first. Outside: nulls, values before the first partition or after the last one, and
+    values in a window that is no partition yet (the current, unfinished one).
 
     Raises:
         SourceError: values that are not dates or datetimes (integers for an integer ``step`` range).
     """
-    definition = partitioning.partitions_def
-    if not isinstance(definition, dg.TimeWindowPartitionsDefinition):
-        return _range_keys(partitioning, values)
-    stamps = _utc(values).dt.truncate(_grain_every(partitioning)).drop_nulls().unique().sort().to_list()
-    first, last = definition.get_first_partition_window(), definition.get_last_partition_window()
-    if first is None or last is None:
-        return set(), len(stamps)
-    keys: set[str] = set()
-    outside, end = 0, None
-    for stamp in stamps:
-        if not first.start <= stamp < last.end:
-            outside += 1
-        elif end is None or stamp >= end:  # sorted: the values up to `end` share the window found last
-            key = definition.get_partition_key_for_timestamp(stamp.timestamp())
-            keys.add(key)
-            end = definition.time_window_for_partition_key(key).end
-    return keys, outside
+    values = _parsed(values)
+    if values.null_count() == len(values):  # nothing new, or only nulls (a Null-typed series has no windows)
+        return set(), len(values)
+    touched = touched_windows(pl.DataFrame({column: values}), column_window_spec(partitioning, column))
+    if touched is None:
+        raise SourceError(f"window column '{column}' holds {values.dtype} values, which have no partition windows")
+    found = partition_rows(partitioning, touched)
+    keys = {k for k in found.keys if partitioning.partitions_def.has_partition_key(k)}
+    return keys, found.outside + sum(n for k, n in found.rows.items() if k not in keys)
 
 
 def partition_runs(partitioning: TablePartitioning, keys: set[str] | frozenset[str]) -> list[list[str]]:
@@ -267,35 +262,14 @@ def partition_run_requests(
     return requests
 
 
-def _range_keys(partitioning: TablePartitioning, values: pl.Series) -> tuple[set[str], int]:
-    """Integer ``step`` ranges: the keys ``start-end`` whose ``[start, end)`` holds a value."""
+def _parsed(values: pl.Series) -> pl.Series:
+    """Text (a CSV column, a SQLite bucket) parsed as datetimes; other types as they are."""
+    if values.dtype != pl.String:
+        return values
     try:
-        numbers = values.cast(pl.Int64).drop_nulls().unique().sort().to_list()
-    except pl.exceptions.PolarsError as e:
-        raise SourceError(f"window column values are not integers: {e}; check chunk_column") from e
-    keys, covered = set(), 0
-    for key in partitioning.partitions_def.get_partition_keys():
-        start, end = partitioning.window(key)
-        inside = bisect_left(numbers, end) - bisect_left(numbers, start)
-        if inside:
-            keys.add(key)
-            covered += inside
-    return keys, len(numbers) - covered
-
-
-def _utc(values: pl.Series) -> pl.Series:
-    try:
-        if values.dtype == pl.String:
-            values = values.str.to_datetime(strict=False, time_unit="us")
-        elif values.dtype == pl.Date or values.dtype == pl.Null:
-            values = values.cast(pl.Datetime("us"))
+        return values.str.to_datetime(strict=False, time_unit="us")
     except pl.exceptions.PolarsError as e:
         raise SourceError(f"window column values are not dates or datetimes: {e}; check chunk_column") from e
-    if not isinstance(values.dtype, pl.Datetime):
-        raise SourceError(f"window column values are {values.dtype}, not dates or datetimes; check chunk_column")
-    if values.dtype.time_zone is None:
-        return values.dt.replace_time_zone("UTC")
-    return values.dt.convert_time_zone("UTC")
 
 
 def _grain(partitioning: TablePartitioning) -> Grain:
@@ -307,12 +281,7 @@ def _grain(partitioning: TablePartitioning) -> Grain:
         return (start, amount)
     if partitioning.config.timezone != "UTC" and unit != "minutes":
         return "hour"  # windows start at a local midnight: a UTC hour is the coarsest safe cut
-    return _GRAINS[unit][0]
-
-
-def _grain_every(partitioning: TablePartitioning) -> str:
-    ((unit, _),) = partitioning.config.chunk_interval.items()
-    return "1h" if partitioning.config.timezone != "UTC" and unit != "minutes" else _GRAINS[unit][1]
+    return _GRAINS[unit]
 
 
 def _has_watermark(dataflow: DataFlow) -> bool:

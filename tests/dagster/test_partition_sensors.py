@@ -396,7 +396,7 @@ def partitioning(**config: Any) -> TablePartitioning:
          pl.Series([date(2024, 6, 30), date(2024, 7, 1), date(2023, 12, 31)]), ({"2024-04", "2024-07"}, 1)),
         ({"start": "2024-01-01", "chunk_interval": {"hours": 6}},
          pl.Series(["2024-01-01 05:59:59", "2024-01-01 06:00:00", None]),
-         ({"2024-01-01T00:00", "2024-01-01T06:00"}, 0)),
+         ({"2024-01-01T00:00", "2024-01-01T06:00"}, 1)),
         ({"start": "2024-01-01", "chunk_interval": {"days": 1}, "timezone": "Europe/Paris"},
          pl.Series([datetime(2024, 1, 1, 23, 30)]), ({"2024-01-02"}, 0)),  # 00:30 in Paris
         ({"start": "2024-01-01", "chunk_interval": {"months": 1}},
@@ -404,13 +404,15 @@ def partitioning(**config: Any) -> TablePartitioning:
          ({"2024-05"}, 0)),
         ({"start": 0, "end": 300, "chunk_interval": {"step": 100}}, pl.Series([5, 99, 250, 300, -1]),
          ({"0-100", "200-300"}, 2)),
+        ({"start": "2024-01-01", "chunk_interval": {"months": 1}},  # the current month is no partition yet
+         pl.Series([datetime.now(UTC), datetime(2024, 1, 1, tzinfo=UTC)]), ({"2024-01"}, 1)),
     ],
-    ids=["months-late", "quarters-dates", "six-hours-text", "local-days", "aware", "integer-steps"],
+    ids=["months-late", "quarters-dates", "six-hours-text", "local-days", "aware", "integer-steps", "unfinished"],
 )  # fmt: skip
 def test_window_values_map_to_the_partitions_holding_them(
     config: dict[str, Any], values: pl.Series, expected: tuple[set[str], int]
 ) -> None:
-    assert partition_keys(partitioning(**config), values) == expected
+    assert partition_keys(partitioning(**config), "ts", values) == expected
 
 
 @pytest.mark.parametrize(
