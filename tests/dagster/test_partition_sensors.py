@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
@@ -38,7 +39,9 @@ from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, b
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
 from datacoolie_dagster.translator import DataCoolieTranslator
-from tests.dagster.conftest import land
+from tests.dagster.cli_support import BIN
+from tests.dagster.conftest import InstanceSettings, land
+from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running, wait_until
 
 MONTHS = {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "created_at"}
 DAYS = {"start": "2024-01-01", "chunk_interval": {"days": 1}, "chunk_column": "ts"}
@@ -429,3 +432,92 @@ def test_an_update_requests_the_updated_rows_days_with_the_feed_the_rewritten_fi
     first = tick(root, instance)
     DeltaTable(path).update(updates={"event_id": "9"}, predicate="event_id = 1")  # the 2024-01-03 row
     assert runs(tick(root, instance, first.cursor), EVENTS_KEY) == expected
+
+
+# --- a real daemon --------------------------------------------------------------------------------
+
+CODE_LOCATION = """
+import dagster as dg
+from datacoolie_dagster import build_definitions
+
+defs = build_definitions(
+    "metadata.json",
+    state_base_path="state",
+    include_jobs=False,
+    sensor_interval_seconds=2,
+    sensor_status=dg.DefaultSensorStatus.RUNNING,
+)
+"""
+WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
+
+
+def _sensor_state(instance: dg.DagsterInstance) -> tuple[int, str | None]:
+    """(ticks so far, cursor) of the partition sensor."""
+    states = [s for s in instance.all_instigator_state() if s.name == PARTITION_SENSOR_NAME]
+    cursors = [s.instigator_data.cursor for s in states if s.instigator_data is not None]  # type: ignore[union-attr]
+    return len(_ticks(instance)), next(iter(cursors), None)
+
+
+def _ticks(instance: dg.DagsterInstance) -> list[Any]:
+    states = [s for s in instance.all_instigator_state() if s.name == PARTITION_SENSOR_NAME]
+    return [t for s in states for t in instance.get_ticks(s.instigator_origin_id, s.selector_id)]
+
+
+def _set_cursor(daemon: Daemon, cursor: str) -> None:
+    """``dagster sensor cursor --set``: the cursor as it was before a tick whose save was lost."""
+    args = [str(BIN / "dagster"), "sensor", "cursor", PARTITION_SENSOR_NAME, "--set", cursor, "-w", "workspace.yaml"]
+    done = subprocess.run(args, cwd=daemon.root, env=dict(daemon.env), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def _partition_runs(instance: dg.DagsterInstance) -> list[dg.DagsterRun]:
+    return [r for r in instance.get_runs() if r.tags.get(TRIGGER_TAG) == "partition_sensor"]
+
+
+@pytest.mark.daemon
+def test_daemon_runs_the_landed_and_the_late_window_once_each_across_crashes(
+    tmp_path: Path, instance_settings: InstanceSettings
+) -> None:
+    daemon = prepare(tmp_path, instance_settings.config, instance_settings.env, workspace=WORKSPACE)
+    document = metadata()
+    document["dataflows"] = document["dataflows"][:1]
+    (tmp_path / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    (tmp_path / "defs.py").write_text(CODE_LOCATION, encoding="utf-8")
+    log = tmp_path / "daemon.log"
+    finished = lambda n: lambda: sum(r.status in FINISHED for r in _partition_runs(instance)) >= n  # noqa: E731
+
+    # batch 1 lands in 2024-07; crash=True: SIGKILL, not a shutdown
+    land(tmp_path, "sales/orders", orders(datetime(2024, 7, 9), datetime(2024, 7, 30)))
+    with running(daemon, crash=True), daemon.instance() as instance:
+        wait_until(finished(1), 90, "the 2024-07 run", log)
+        wait_until(lambda: _sensor_state(instance)[1] is not None, 30, "a saved cursor", log)
+        _, before_late = _sensor_state(instance)
+
+    # a late file for 2024-02, seen after a restart
+    land(tmp_path, "sales/orders", orders(datetime(2024, 2, 14)), batch=2)
+    with running(daemon, crash=True), daemon.instance() as instance:
+        wait_until(finished(2), 90, "the late 2024-02 run", log)
+
+    # the cursor save of that tick "lost": the same change is evaluated again, with the same run keys
+    assert before_late is not None
+    _set_cursor(daemon, before_late)
+    with daemon.instance() as instance:
+        ticks, _ = _sensor_state(instance)
+    with running(daemon, crash=True), daemon.instance() as instance:
+        wait_until(lambda: _sensor_state(instance)[0] >= ticks + 2, 60, "two ticks after the restart", log)
+        runs_seen = _partition_runs(instance)
+        materialized = instance.get_materialized_partitions(dg.AssetKey.from_user_string(FILES_KEY))
+        events = instance.fetch_materializations(dg.AssetKey.from_user_string(FILES_KEY), limit=100).records
+
+    assert sorted((r.tags.get("dagster/partition"), r.status) for r in runs_seen) == [
+        ("2024-02", dg.DagsterRunStatus.SUCCESS),
+        ("2024-07", dg.DagsterRunStatus.SUCCESS),
+    ], log.read_text()[-3000:]
+    assert len({r.tags["dagster/run_key"] for r in runs_seen}) == 2
+    late_key = next(r.tags["dagster/run_key"] for r in runs_seen if r.tags.get("dagster/partition") == "2024-02")
+    with daemon.instance() as instance:  # evaluated twice (before and after the lost save), run once
+        assert sum(late_key in t.run_keys for t in _ticks(instance)) == 2
+    assert sorted(materialized) == ["2024-02", "2024-07"]
+    assert sorted(e.partition_key for e in events) == ["2024-02", "2024-07"]  # each once
+    written = pl.read_delta(str(tmp_path / "lake" / "bronze" / "sales" / "orders_by_month"))
+    assert sorted(written["created_at"].dt.month().to_list()) == [2, 7, 7]
