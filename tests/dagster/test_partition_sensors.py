@@ -183,6 +183,44 @@ def test_the_code_location_registers_the_sensor(root: Path) -> None:
     assert sensor.job_name == "__ASSET_JOB"
 
 
+def test_a_datacoolie_source_is_sensed_unless_automation_follows_it(root: Path, instance: Any) -> None:
+    document = metadata()
+    document["dataflows"].append(
+        _flow(
+            "silver_by_month",
+            {
+                "connection_name": "bronze",
+                "schema_name": "sales",
+                "table": "orders_by_month",
+                "watermark_columns": ["updated_at"],
+            },
+            "silver_orders",
+            {"partitions": MONTHS},
+        )
+    )
+    document["dataflows"][-1]["destination"]["connection_name"] = "silver"
+    (root / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    write_deltalake(
+        str(root / "lake" / "bronze" / "sales" / "orders_by_month"), orders(datetime(2024, 5, 2)).to_arrow()
+    )
+    assert runs(tick(root, instance), "silver/silver_orders") == [("2024-05",)]
+
+    assets = table_assets(root)
+    followed = [
+        TableAsset(a.table, a.spec.replace_attributes(automation_condition=dg.AutomationCondition.eager()), a.partitioning)
+        if a.spec.key.to_user_string() == "silver/silver_orders" else a
+        for a in assets
+    ]  # fmt: skip
+    assert "silver/silver_orders" not in [t.name for t in partitioned_tables(followed)]
+
+
+def test_runs_of_a_stage_with_max_runs_queue_on_its_pool(root: Path) -> None:
+    defs = build_definitions(root / "metadata.json", include_jobs=False, max_runs=1)
+    assets_def = defs.resolve_assets_def(dg.AssetKey.from_user_string(FILES_KEY))
+    assert {op.pool for op in assets_def.node_def.iterate_op_defs()} == {"datacoolie/load"}
+    assert assets_def.backfill_policy == dg.BackfillPolicy.single_run()
+
+
 # --- files --------------------------------------------------------------------------------------
 
 
