@@ -13,6 +13,7 @@ from datacoolie_core import FileProvider
 from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset, build_multi_assets, build_table_assets
 from datacoolie_dagster.jobs import build_jobs
 from datacoolie_dagster.limits import build_limits_sensor, pool_for, stage_limits
+from datacoolie_dagster.partition_sensors import build_partition_sensors
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
 from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
@@ -54,8 +55,9 @@ def build_definitions(
         include_jobs: also build the sharded stage jobs and the maintenance job.
         schedules: ``{stage: {"cron": …, "timezone": …, "catchup": …}}``; wins over a dataflow's
             ``configure.dagster.schedule``. ``catchup: true`` adds the catch-up sensor.
-        include_sensors: add the new-source-data sensor (``datacoolie_sources``) and the automation
-            sensor that makes downstream tables follow their upstreams (``datacoolie_automation``).
+        include_sensors: add the new-source-data sensor (``datacoolie_sources``), the automation
+            sensor that makes downstream tables follow their upstreams (``datacoolie_automation``),
+            and the partition sensor (``datacoolie_partitions``: the partitions new data touches).
         sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
             turn them on in the UI or with ``dagster sensor start``).
         run_retries, retry_base_delay: failed automated runs (sensed, scheduled, backfilled) are
@@ -112,6 +114,9 @@ def build_definitions(
             ),
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
         ]
+        sensors += build_partition_sensors(
+            assets, minimum_interval_seconds=interval, default_status=status, asset_job=IMPLICIT_ASSET_JOB
+        )
     if run_retries:
         retry = partial(
             build_retry_sensor, base_delay_seconds=retry_base_delay, max_retries=run_retries, refuse_unknown=False

@@ -28,9 +28,10 @@ from sqlglot import exp
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
+from datacoolie_core.models.connection import Connection
 from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
-from datacoolie_core.sources.file import EXTENSIONS, list_files
+from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_files
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import parse_query, table_query
 from datacoolie_dagster.tables import SourceRef
@@ -61,7 +62,7 @@ def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerp
     if fmt == "delta":
         return {"delta_versions": {ref_name(ref): _delta_version(ref, label) for ref in refs}}
     if fmt in EXTENSIONS:
-        return _file_fingerprint(dataflow, fmt, label)
+        return files_fingerprint(source_files(dataflow, label))
     if fmt == "sql":
         return _database_fingerprint(dataflow, label)
     raise SourceError(f"{label}: format '{fmt}' has no cheap fingerprint; it cannot be sensed")
@@ -82,11 +83,19 @@ def ref_name(ref: SourceRef) -> str:
 
 
 def _delta_version(ref: SourceRef, label: str) -> int:
-    """The latest version of ``ref``'s table; an unqualified query table falls back as the reader does."""
+    return int(open_delta(ref, label).version())
+
+
+def open_delta(ref: SourceRef, label: str) -> DeltaTable:
+    """``ref``'s Delta table at its latest version; an unqualified query table falls back as the reader does.
+
+    Raises:
+        SourceError: no Delta table there, or its log cannot be read.
+    """
     candidates = [p for p in (ref.path, ref.fallback_path) if p]
     for path in candidates:
         try:
-            return int(DeltaTable(path).version())
+            return DeltaTable(path)
         except TableNotFoundError:
             continue
         except (DeltaError, OSError) as e:
@@ -97,38 +106,55 @@ def _delta_version(ref: SourceRef, label: str) -> int:
     )
 
 
-def _file_fingerprint(dataflow: DataFlow, fmt: str, label: str) -> Fingerprint:
+def source_files(dataflow: DataFlow, label: str) -> list[FileInfo]:
+    """The files the reader would list for ``dataflow``'s file source, sorted by (mtime, path).
+
+    Raises:
+        SourceError: no path, or the folder does not exist or cannot be listed.
+    """
     source = dataflow.source
     if not source.path:
         raise SourceError(f"{label}: a file source needs connection base_path and table; set configure.base_path")
     hive = source.connection.configure.use_hive_partitioning
-    files = list_files(source.path, EXTENSIONS[fmt], recursive=hive, label=label)
+    return list_files(source.path, EXTENSIONS[source.connection.format or ""], recursive=hive, label=label)
+
+
+def files_fingerprint(files: Sequence[FileInfo]) -> Fingerprint:
     newest = max((f.modified for f in files), default=None)
     return {"files": len(files), "modified": newest.isoformat() if newest else None}
 
 
 def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
     source = dataflow.source
+    columns = [c for c in source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
+    connection, dialect, base = source_query(dataflow, label)
+    (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns), label, "probe the source for new rows")
+    return {"rows": int(row[0]), "max": {c: jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
+
+
+def source_query(dataflow: DataFlow, label: str) -> tuple[Connection, str, exp.Query]:
+    """The connection (secrets resolved), sqlglot dialect and base query of a database source."""
+    source = dataflow.source
     # the probe connects as a run does: with the secrets of `secrets_ref`, not their names
     connection = resolve_connection_secrets(source.connection, EnvSecretProvider())
     dialect = get_dialect(connection, label)
     if source.query:
-        base: exp.Query = parse_query(source.query, dialect, label=label)
-    elif source.table:
-        base = table_query(source.schema_name, source.table)
-    else:
-        raise SourceError(f"{label}: a database source needs table or query")
-    columns = [c for c in source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
-    sql = _probe_sql(base, columns).sql(dialect=dialect)
+        return connection, dialect, parse_query(source.query, dialect, label=label)
+    if source.table:
+        return connection, dialect, table_query(source.schema_name, source.table)
+    raise SourceError(f"{label}: a database source needs table or query")
+
+
+def fetch_rows(connection: Connection, dialect: str, query: exp.Query, label: str, what: str) -> list[tuple[Any, ...]]:
+    """Every row of ``query``; a driver error is a SourceError saying what we tried (``what``), secrets scrubbed."""
+    sql = query.sql(dialect=dialect)
     with connect(connection, dialect, label) as conn:
         try:
             cursor = conn.cursor()
             cursor.execute(sql)
-            row = cursor.fetchone()
+            return [tuple(row) for row in cursor.fetchall()]
         except driver_errors() as e:
-            message = scrub(str(e), connection)
-            raise SourceError(f"{label}: cannot probe the source for new rows ({sql}): {message}") from e
-    return {"rows": int(row[0]), "max": {c: _jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
+            raise SourceError(f"{label}: cannot {what} ({sql}): {scrub(str(e), connection)}") from e
 
 
 def _probe_sql(base: exp.Query, columns: Sequence[str]) -> exp.Select:
@@ -138,7 +164,7 @@ def _probe_sql(base: exp.Query, columns: Sequence[str]) -> exp.Select:
     return exp.select(*aggregates).from_(base.subquery(exp.to_identifier("t", quoted=True)))
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, datetime | date):

@@ -19,7 +19,7 @@ saved, a daemon restart) is deduplicated by Dagster even without the cursor.
   its external asset, with the fingerprint as metadata and a data version (the Delta version, else a
   digest of the fingerprint), so "what did the source look like when this table last loaded" reads
   off the asset's history, and Dagster's staleness tracking works on it.
-* Not sensed: partitioned tables (their runs need a partition: the schedules own them), tables whose
+* Not sensed: partitioned tables (their runs need a partition: the partition sensor owns them), tables whose
   sources are all function sources, and tables with a dataflow that sets
   ``configure.dagster.sensor: false`` (a run materializes the whole table, so one opted-out writer
   keeps the table out of every automatic trigger, automation included).
