@@ -95,12 +95,12 @@ class DataCoolieTranslator:
         Between two time-window partitionings (same grain, or a daily upstream into a monthly
         downstream and back) it is ``TimeWindowPartitionMapping``, which Dagster also infers, made
         explicit so that a month reads exactly its days. Days outside the upstream's ``start``/``end``
-        are left out instead of failing: they are chunks the upstream never loads.
+        do not hold a month back: the automation only waits for upstream partitions that exist.
         """
         if isinstance(upstream, dg.TimeWindowPartitionsDefinition) and isinstance(
             downstream, dg.TimeWindowPartitionsDefinition
         ):
-            return dg.TimeWindowPartitionMapping(allow_nonexistent_upstream_partitions=True)
+            return dg.TimeWindowPartitionMapping()
         return None
 
     def get_source_spec(self, source: SourceRef) -> dg.AssetSpec:

@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from datacoolie_core import FileProvider
+from datacoolie_core.errors import WatermarkError
 from datacoolie_core.watermark import PendingCommit
 from datacoolie_core.watermark.serializer import deserialize_watermark
 from datacoolie_dagster.partitions import TablePartitioning
@@ -57,8 +58,12 @@ class FileWatermarkFeed:
         text = provider.get_watermark(dataflow_id)
         if text is None:
             return None
-        deserialize_watermark(text)  # a corrupt watermark is an error here too, not a change
-        return WatermarkReading(text, _writer(provider, dataflow_id, text))
+        try:
+            deserialize_watermark(text)  # a corrupt watermark is an error here too, not a change
+            return WatermarkReading(text, _writer(provider, dataflow_id, text))
+        except WatermarkError as e:
+            path = str(provider.watermark_path(dataflow_id))
+            raise WatermarkError(e.message, dataflow_id=dataflow_id, path=e.path or path) from e
 
     def _get_provider(self) -> FileProvider:
         if self._provider is None:  # built on first use: building the code location reads no state

@@ -157,7 +157,7 @@ def evaluate_watermarks(
         try:
             reading = feed.read(dataflow.dataflow_id)
         except WatermarkError as e:
-            unreadable.append(str(e))
+            unreadable.append(f"table '{dataflow.table_key.to_user_string()}': {e}")
             if before is not None:
                 state[dataflow.dataflow_id] = before
             continue
