@@ -64,7 +64,8 @@ def test_monthly_table_reads_its_days_and_follows_them(defs: dg.Definitions) -> 
     assert isinstance(graph.get_partition_mapping(monthly, daily), dg.TimeWindowPartitionMapping)
     labels = {k.to_user_string(): graph.get(k).automation_condition for k in graph.get_all_asset_keys()}
     assert labels[ORDERS] == dg.AutomationCondition.eager()
-    assert labels[EVENTS_MONTHLY] is not None and labels[EVENTS_MONTHLY].get_label() == "follow_upstream_partitions"
+    assert labels[EVENTS_MONTHLY] is not None
+    assert labels[EVENTS_MONTHLY].get_label() == "follow_upstream_partitions"
     # a monthly table over an unpartitioned one: the watermark sensor requests its windows instead
     assert labels[ORDERS_MONTHLY] is None
     month = graph.get_partition_mapping(monthly, daily).get_upstream_mapped_partitions_result_for_partitions(
@@ -98,7 +99,8 @@ def test_the_month_is_requested_after_all_its_days_never_before(
 
 def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
     first = tick(defs, instance, None)
-    assert first.run_requests == [] and json.loads(first.cursor) == {"format": 1, "watermarks": {}}
+    assert first.run_requests == []
+    assert json.loads(first.cursor) == {"format": 1, "watermarks": {}}
 
     cli_run(lake)  # orders Jan 5, Feb 5, Feb 7; events Jan 29-31: nothing stored before
     data = tick(defs, instance, first.cursor)
@@ -111,7 +113,9 @@ def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, 
     assert all(r.tags[TRIGGER_TAG] == "watermark" and r.tags[AUTOMATED_TAG] == "true" for r in data.run_requests)
     assert all(r.job_name == "__ASSET_JOB" for r in data.run_requests)
     # the cursor lost (a crash before it was saved): the same change maps to the same run keys
-    assert [r.run_key for r in tick(defs, instance, first.cursor).run_requests] == [r.run_key for r in data.run_requests]
+    assert [r.run_key for r in tick(defs, instance, first.cursor).run_requests] == [
+        r.run_key for r in data.run_requests
+    ]
     assert tick(defs, instance, data.cursor).run_requests == []
 
     land(lake, "sales/orders", LATE_ORDERS, batch=2)  # March
@@ -143,7 +147,9 @@ def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
     assert automation.get_requested_partitions(dg.AssetKey.from_user_string(ORDERS)) == {None}
 
 
-def test_a_cli_load_after_a_dagster_run_is_sensed(lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+def test_a_cli_load_after_a_dagster_run_is_sensed(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
     assert materialize(defs, instance, ["bronze/sales/orders"]).success
     cursor = tick(defs, instance, None).cursor
     land(lake, "sales/orders", LATE_ORDERS, batch=2)
