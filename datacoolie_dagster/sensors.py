@@ -66,18 +66,22 @@ _TRUE, _FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
 class SensorCursorError(DataCoolieError):
-    """A sensor cursor that cannot be read: the sensor stops instead of starting again from zero."""
+    """A sensor cursor that cannot be read: the sensor stops instead of starting again from zero.
 
-    def __init__(self, sensor: str, reason: str) -> None:
+    ``cleared`` says what the sensor does with no cursor (the hint of ``--delete``).
+    """
+
+    def __init__(self, sensor: str, reason: str, cleared: str = "requests every source with data") -> None:
         self.sensor = sensor
         self.reason = reason
+        self.cleared = cleared
         super().__init__(
             f"sensor '{sensor}': unreadable cursor ({reason}); inspect it with `dagster sensor cursor {sensor}`, "
-            f"then fix it with `--set` or clear it with `--delete` (a cleared cursor requests every source with data)"
+            f"then fix it with `--set` or clear it with `--delete` (a cleared cursor {cleared})"
         )
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (SensorCursorError, (self.sensor, self.reason))
+        return (SensorCursorError, (self.sensor, self.reason, self.cleared))
 
 
 @dataclass(frozen=True)

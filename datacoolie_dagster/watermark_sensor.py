@@ -233,13 +233,19 @@ def parse_cursor(cursor: str | None) -> dict[str, str] | None:
     try:
         document = json.loads(cursor)
     except ValueError as e:
-        raise SensorCursorError(WATERMARK_SENSOR_NAME, f"not JSON: {e}") from e
+        raise _cursor_error(f"not JSON: {e}") from e
     if not isinstance(document, dict) or document.get("format") != CURSOR_FORMAT:
-        raise SensorCursorError(WATERMARK_SENSOR_NAME, f'expected an object with "format": {CURSOR_FORMAT}')
+        raise _cursor_error(f'expected an object with "format": {CURSOR_FORMAT}')
     watermarks = document.get("watermarks")
     if not isinstance(watermarks, dict) or not all(isinstance(v, str) for v in watermarks.values()):
-        raise SensorCursorError(WATERMARK_SENSOR_NAME, '"watermarks" must map dataflow ids to watermark text')
+        raise _cursor_error('"watermarks" must map dataflow ids to watermark text')
     return watermarks
+
+
+def _cursor_error(reason: str) -> SensorCursorError:
+    return SensorCursorError(
+        WATERMARK_SENSOR_NAME, reason, cleared="records the watermarks present, requesting nothing"
+    )
 
 
 def dump_cursor(watermarks: Mapping[str, str]) -> str:

@@ -8,6 +8,7 @@ the driver run the CLI makes (``datacoolie run``), outside Dagster. The daemon t
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -167,8 +168,10 @@ def test_a_cli_load_after_a_dagster_run_is_sensed(
     ids=["garbage", "other-format", "bad-entry"],
 )
 def test_a_bad_cursor_is_an_error(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str, reason: str) -> None:
-    with pytest.raises(SensorCursorError, match=f"sensor '{WATERMARK_SENSOR_NAME}': unreadable cursor .*{reason}"):
+    with pytest.raises(SensorCursorError, match=f"sensor '{WATERMARK_SENSOR_NAME}': unreadable cursor .*{reason}") as e:
         tick(defs, instance, cursor)
+    assert str(e.value).endswith("(a cleared cursor records the watermarks present, requesting nothing)")
+    assert pickle.loads(pickle.dumps(e.value)).args == e.value.args
 
 
 def test_an_unreadable_watermark_is_named_and_its_entry_kept(
