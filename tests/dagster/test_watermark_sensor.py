@@ -20,6 +20,7 @@ from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
 from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
 from datacoolie_dagster.watermark_feed import windows_between
 from datacoolie_dagster.watermark_sensor import WATERMARK_SENSOR_NAME
 from tests.dagster.conftest import land, materialize
@@ -93,6 +94,34 @@ def test_the_month_is_requested_after_all_its_days_never_before(
     assert result.total_requested == 1
     again = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
     assert again.total_requested == 0, "handled: not requested again"
+
+
+class _EagerMonths(DataCoolieTranslator):
+    """Dagster's ``eager()`` on the monthly table, for comparison."""
+
+    def get_asset_spec(self, data: DataCoolieTranslatorData) -> dg.AssetSpec:
+        spec = super().get_asset_spec(data)
+        if spec.key.to_user_string() != EVENTS_MONTHLY:
+            return spec
+        return spec.replace_attributes(automation_condition=dg.AutomationCondition.eager())
+
+
+@pytest.mark.parametrize(
+    ("translator", "months"), [(None, {"2024-01"}), (_EagerMonths(), set())], ids=["ours", "eager"]
+)
+def test_an_older_month_follows_its_days_eager_only_the_latest(
+    lake: Path, instance: dg.DagsterInstance, translator: DataCoolieTranslator | None, months: set[str]
+) -> None:
+    metadata = deploy(lake)
+    document = json.loads(metadata.read_text())
+    document["dataflows"][-1]["configure"]["dagster"]["partitions"]["end"] = "2024-03-01"  # latest window: February
+    metadata.write_text(json.dumps(document))
+    defs = build_definitions(metadata, state_base_path=lake / "state", translator=translator)
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    for day in DAYS:
+        assert materialize(defs, instance, ["bronze/sales/events"], partition_key=day).success
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert result.get_requested_partitions(dg.AssetKey.from_user_string(EVENTS_MONTHLY)) == months
 
 
 # --- the watermark sensor -----------------------------------------------------------------------
