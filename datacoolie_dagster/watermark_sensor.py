@@ -152,7 +152,7 @@ def evaluate_watermarks(
     state: dict[str, str] = {}
     changes: list[WatermarkChange] = []
     unreadable: list[str] = []
-    for dataflow in {w.dataflow_id: w for w in watched}.values():
+    for dataflow in watched:  # one entry per dataflow: a dataflow writes one table
         before = (previous or {}).get(dataflow.dataflow_id)
         try:
             reading = feed.read(dataflow.dataflow_id)
@@ -165,12 +165,9 @@ def evaluate_watermarks(
             continue
         state[dataflow.dataflow_id] = reading.text
         if previous is not None and reading.text != before:
-            changes.extend(
-                WatermarkChange(w, before, reading) for w in watched if w.dataflow_id == dataflow.dataflow_id
-            )
+            changes.append(WatermarkChange(dataflow, before, reading))
     requests, notes = plan_requests(changes, instance, job)
-    changed = len({c.dataflow.dataflow_id for c in changes})
-    return WatermarkEvaluation(requests, dump_cursor(state), changed, unreadable, notes)
+    return WatermarkEvaluation(requests, dump_cursor(state), len(changes), unreadable, notes)
 
 
 def plan_requests(
