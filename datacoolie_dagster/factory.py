@@ -10,15 +10,17 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import FileProvider
-from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset, build_multi_assets, build_table_assets
+from datacoolie_dagster.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
 from datacoolie_dagster.jobs import build_jobs
 from datacoolie_dagster.limits import build_limits_sensor, pool_for, stage_limits
 from datacoolie_dagster.partition_sensors import build_partition_sensors
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
 from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
-from datacoolie_dagster.sensors import build_automation_sensor, build_source_sensors, with_automation
+from datacoolie_dagster.sensors import build_automation_sensor, build_source_sensors, follow_upstreams
 from datacoolie_dagster.translator import DataCoolieTranslator
+from datacoolie_dagster.watermark_feed import FileWatermarkFeed
+from datacoolie_dagster.watermark_sensor import build_watermark_sensor
 
 
 def build_definitions(
@@ -57,7 +59,8 @@ def build_definitions(
             ``configure.dagster.schedule``. ``catchup: true`` adds the catch-up sensor.
         include_sensors: add the new-source-data sensor (``datacoolie_sources``), the automation
             sensor that makes downstream tables follow their upstreams (``datacoolie_automation``),
-            and the partition sensor (``datacoolie_partitions``: the partitions new data touches).
+            the partition sensor (``datacoolie_partitions``: the partitions new data touches) and
+            the sensor following watermarks moved outside Dagster (``datacoolie_watermarks``).
         sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
             turn them on in the UI or with ``dagster sensor start``).
         run_retries, retry_base_delay: failed automated runs (sensed, scheduled, backfilled) are
@@ -84,7 +87,7 @@ def build_definitions(
     dataflows = provider.get_dataflows(stage=stages)
     translator = translator or DataCoolieTranslator()
     assets, sources = build_table_assets(dataflows, translator)
-    assets = [TableAsset(a.table, with_automation(a.spec, a.table), a.partitioning) for a in assets]
+    assets = follow_upstreams(assets, translator)
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
     limits = stage_limits(dataflows, max_runs)
     pools = {stage: pool_for(stage) for stage in limits}
@@ -113,6 +116,13 @@ def build_definitions(
                 asset_job=IMPLICIT_ASSET_JOB,
             ),
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
+            *build_watermark_sensor(
+                assets,
+                FileWatermarkFeed(resource.metadata_path, state_base_path=resource.state_base_path),
+                minimum_interval_seconds=interval,
+                default_status=status,
+                asset_job=IMPLICIT_ASSET_JOB,
+            ),
         ]
         sensors += build_partition_sensors(
             assets, minimum_interval_seconds=interval, default_status=status, asset_job=IMPLICIT_ASSET_JOB

@@ -27,7 +27,10 @@ saved, a daemon restart) is deduplicated by Dagster even without the cursor.
 **Downstream following** — :func:`with_automation` gives a table that reads another DataCoolie
 table ``AutomationCondition.eager()``: it runs after an upstream materializes, once no upstream is
 missing or in progress, so a lineage is followed level by level, each level after the previous
-one succeeded. :func:`build_automation_sensor` evaluates those conditions.
+one succeeded. A partitioned table whose upstreams are partitioned gets
+:func:`follow_upstream_partitions` instead: each of its partitions runs after the upstream
+partitions it reads (a month after all its days), in any window. :func:`build_automation_sensor`
+evaluates those conditions; :func:`follow_upstreams` sets them, with explicit partition mappings.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from datacoolie_dagster.assets import TableAsset
 from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
 from datacoolie_dagster.settings import dagster_settings
 from datacoolie_dagster.tables import DestinationTable, SourceRef, source_refs
-from datacoolie_dagster.translator import DataCoolieTranslator
+from datacoolie_dagster.translator import DataCoolieTranslator, with_partition_mappings
 
 SOURCE_SENSOR_NAME = "datacoolie_sources"
 AUTOMATION_SENSOR_NAME = "datacoolie_automation"
@@ -58,18 +61,22 @@ CURSOR_FORMAT = 1
 
 
 class SensorCursorError(DataCoolieError):
-    """A sensor cursor that cannot be read: the sensor stops instead of starting again from zero."""
+    """A sensor cursor that cannot be read: the sensor stops instead of starting again from zero.
 
-    def __init__(self, sensor: str, reason: str) -> None:
+    ``cleared`` says what the sensor does with no cursor (the hint of ``--delete``).
+    """
+
+    def __init__(self, sensor: str, reason: str, cleared: str = "requests every source with data") -> None:
         self.sensor = sensor
         self.reason = reason
+        self.cleared = cleared
         super().__init__(
             f"sensor '{sensor}': unreadable cursor ({reason}); inspect it with `dagster sensor cursor {sensor}`, "
-            f"then fix it with `--set` or clear it with `--delete` (a cleared cursor requests every source with data)"
+            f"then fix it with `--set` or clear it with `--delete` (a cleared cursor {cleared})"
         )
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (SensorCursorError, (self.sensor, self.reason))
+        return (SensorCursorError, (self.sensor, self.reason, self.cleared))
 
 
 @dataclass(frozen=True)
@@ -267,24 +274,71 @@ def _digest(fingerprints: Mapping[str, Fingerprint]) -> str:
 # --- downstream following -------------------------------------------------------------------------
 
 
-def automation_for(asset: TableAsset) -> dg.AutomationCondition | None:
-    """``eager()`` for an unpartitioned table reading another DataCoolie table; else ``None``.
+def automation_for(
+    asset: TableAsset, upstream_partitions: Mapping[dg.AssetKey, dg.PartitionsDefinition | None] | None = None
+) -> dg.AutomationCondition | None:
+    """The condition making ``asset`` follow the DataCoolie tables it reads; ``None`` when it follows none.
 
-    Partitioned tables get none: ``eager()`` only considers their latest window, which is not how
-    a replay chunking is meant to be followed.
+    ``upstream_partitions`` maps every table of the code location to its partitions definition.
+
+    * Unpartitioned table reading another DataCoolie table: ``eager()``.
+    * Partitioned table whose DataCoolie upstreams are all partitioned:
+      :func:`follow_upstream_partitions` (each partition after the partitions it reads, any window).
+    * Partitioned table reading an unpartitioned table: none. Every partition would depend on the
+      whole upstream, so one upstream load would request every window; the watermark sensor
+      requests the windows the load moved instead (:mod:`.watermark_sensor`).
     """
     table = asset.table
-    if not table.upstream or asset.partitioning is not None or asset.spec.partitions_def is not None:
+    if not table.upstream or not triggers_enabled(table):
         return None
-    return dg.AutomationCondition.eager() if triggers_enabled(table) else None
+    if asset.spec.partitions_def is None and asset.partitioning is None:
+        return dg.AutomationCondition.eager()
+    known = upstream_partitions or {}
+    parents = [known[d.asset_key] for d in asset.spec.deps if d.asset_key in known]
+    if parents and all(p is not None for p in parents):
+        return follow_upstream_partitions()
+    return None
 
 
-def with_automation(spec: dg.AssetSpec, table: DestinationTable) -> dg.AssetSpec:
+def follow_upstream_partitions() -> dg.AutomationCondition:
+    """``eager()`` over every window of a partitioned table, not only the latest.
+
+    A partition is requested once one of the upstream partitions it reads (through the dep's
+    partition mapping: a month reads all its days) was updated since the partition was last
+    requested, and then only when none of them is missing or in progress, nor the partition itself
+    in progress: a month runs after all its days, never before. Missing partitions that no upstream
+    update touched are not requested (``eager()``'s ``newly_missing`` would request every window
+    of a new table at once).
+    """
+    condition = dg.AutomationCondition
+    return (
+        condition.any_deps_updated().since_last_handled()
+        & ~condition.any_deps_missing()
+        & ~condition.any_deps_in_progress()
+        & ~condition.in_progress()
+    ).with_label("follow_upstream_partitions")
+
+
+def with_automation(
+    spec: dg.AssetSpec,
+    table: DestinationTable,
+    upstream_partitions: Mapping[dg.AssetKey, dg.PartitionsDefinition | None] | None = None,
+) -> dg.AssetSpec:
     """``spec`` with :func:`automation_for`'s condition; a condition the translator set is kept."""
-    if spec.automation_condition is not None or spec.partitions_def is not None:
+    if spec.automation_condition is not None:
         return spec
-    condition = automation_for(TableAsset(table, spec, None))
+    condition = automation_for(TableAsset(table, spec, None), upstream_partitions)
     return spec if condition is None else spec.replace_attributes(automation_condition=condition)
+
+
+def follow_upstreams(assets: Sequence[TableAsset], translator: DataCoolieTranslator) -> list[TableAsset]:
+    """``assets`` with explicit partition mappings on their deps and their automation conditions."""
+    partitions = {a.spec.key: a.spec.partitions_def for a in assets}
+    followed = []
+    for asset in assets:
+        spec = with_partition_mappings(asset.spec, partitions, translator)
+        followed.append(TableAsset(asset.table, with_automation(spec, asset.table, partitions), asset.partitioning))
+    return followed
 
 
 def build_automation_sensor(

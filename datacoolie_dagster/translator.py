@@ -87,6 +87,22 @@ class DataCoolieTranslator:
             metadata[constants.WATERMARK_COLUMNS] = watermarks
         return metadata
 
+    def get_partition_mapping(
+        self, upstream: dg.PartitionsDefinition | None, downstream: dg.PartitionsDefinition | None
+    ) -> dg.PartitionMapping | None:
+        """Which partitions of an upstream table a partition of ``downstream`` reads; ``None``: Dagster's default.
+
+        Between two time-window partitionings (same grain, or a daily upstream into a monthly
+        downstream and back) it is ``TimeWindowPartitionMapping``, which Dagster also infers, made
+        explicit so that a month reads exactly its days. Days outside the upstream's ``start``/``end``
+        do not hold a month back: the automation only waits for upstream partitions that exist.
+        """
+        if isinstance(upstream, dg.TimeWindowPartitionsDefinition) and isinstance(
+            downstream, dg.TimeWindowPartitionsDefinition
+        ):
+            return dg.TimeWindowPartitionMapping()
+        return None
+
     def get_source_spec(self, source: SourceRef) -> dg.AssetSpec:
         """The external asset of a source nothing in this metadata produces."""
         metadata: dict[str, Any] = {"datacoolie/format": source.format}
@@ -101,6 +117,24 @@ class DataCoolieTranslator:
             group_name=constants.SOURCES_GROUP,
             kinds={source.format} if source.format else None,
         )
+
+
+def with_partition_mappings(
+    spec: dg.AssetSpec,
+    upstream_partitions: Mapping[dg.AssetKey, dg.PartitionsDefinition | None],
+    translator: DataCoolieTranslator,
+) -> dg.AssetSpec:
+    """``spec`` whose deps on the tables of ``upstream_partitions`` carry the translator's mapping.
+
+    A mapping already on a dep (set by a ``get_asset_spec`` override) is kept.
+    """
+    deps = []
+    for dep in spec.deps:
+        mapping = None
+        if dep.partition_mapping is None and dep.asset_key in upstream_partitions:
+            mapping = translator.get_partition_mapping(upstream_partitions[dep.asset_key], spec.partitions_def)
+        deps.append(dep if mapping is None else dg.AssetDep(dep.asset_key, partition_mapping=mapping))
+    return spec.replace_attributes(deps=deps)
 
 
 def _absolute(path: str) -> str:

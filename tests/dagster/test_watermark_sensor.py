@@ -1,0 +1,257 @@
+"""The watermark sensor and partitioned tables following their upstream partitions (fast tier).
+
+Real Delta tables and watermark files under ``tmp_path``, a real Dagster instance; a "CLI run" is
+the driver run the CLI makes (``datacoolie run``), outside Dagster. The daemon tests are in
+``test_watermark_daemon.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_dagster import build_definitions
+from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
+from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
+from datacoolie_dagster.watermark_feed import windows_between
+from datacoolie_dagster.watermark_sensor import WATERMARK_SENSOR_NAME
+from tests.dagster.conftest import land, materialize
+from tests.dagster.watermark_support import DAYS, LATE_ORDERS, deploy
+
+ORDERS, ORDERS_MONTHLY = "silver/sales/orders", "silver/sales/orders_monthly"
+EVENTS_MONTHLY = "silver/sales/events_monthly"
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.instance_for_test() as test_instance:
+        yield test_instance
+
+
+@pytest.fixture
+def defs(lake: Path) -> dg.Definitions:
+    return build_definitions(deploy(lake), state_base_path=lake / "state")
+
+
+def cli_run(root: Path, stage: str = "landing2bronze") -> None:
+    """What ``datacoolie run --stage <stage>`` does: the driver, no Dagster."""
+    with DataCoolieDriver(metadata_base_path=str(root / "metadata.json"), state_base_path=str(root / "state")) as d:
+        assert all(r.status in ("succeeded", "skipped") for r in d.run(stage=stage).runtimes)
+
+
+def tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> Any:
+    """One evaluation of the watermark sensor, as the daemon runs it."""
+    (sensor,) = [s for s in defs.sensors or [] if s.name == WATERMARK_SENSOR_NAME]
+    return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+
+
+def requested(data: Any) -> list[tuple[str, str | None]]:
+    return sorted((k.to_user_string(), r.partition_key) for r in data.run_requests for k in r.asset_selection)
+
+
+# --- partition mappings and automation conditions -----------------------------------------------
+
+
+def test_monthly_table_reads_its_days_and_follows_them(defs: dg.Definitions) -> None:
+    graph = defs.resolve_asset_graph()
+    monthly, daily = dg.AssetKey.from_user_string(EVENTS_MONTHLY), dg.AssetKey(["bronze", "sales", "events"])
+    assert isinstance(graph.get_partition_mapping(monthly, daily), dg.TimeWindowPartitionMapping)
+    labels = {k.to_user_string(): graph.get(k).automation_condition for k in graph.get_all_asset_keys()}
+    assert labels[ORDERS] == dg.AutomationCondition.eager()
+    assert labels[EVENTS_MONTHLY] is not None
+    assert labels[EVENTS_MONTHLY].get_label() == "follow_upstream_partitions"
+    # a monthly table over an unpartitioned one: the watermark sensor requests its windows instead
+    assert labels[ORDERS_MONTHLY] is None
+    month = graph.get_partition_mapping(monthly, daily).get_upstream_mapped_partitions_result_for_partitions(
+        graph.get(monthly).partitions_def.subset_with_partition_keys(["2024-01"]),  # type: ignore[union-attr]
+        graph.get(monthly).partitions_def,
+        graph.get(daily).partitions_def,  # type: ignore[arg-type]
+    )
+    assert sorted(month.partitions_subset.get_partition_keys()) == DAYS
+
+
+def test_the_month_is_requested_after_all_its_days_never_before(
+    defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    monthly = dg.AssetKey.from_user_string(EVENTS_MONTHLY)
+    for day in DAYS[:2]:
+        assert materialize(defs, instance, ["bronze/sales/events"], partition_key=day).success
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert result.get_requested_partitions(monthly) == set(), "two of three days: the month waits"
+
+    assert materialize(defs, instance, ["bronze/sales/events"], partition_key=DAYS[2]).success
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert result.get_requested_partitions(monthly) == {"2024-01"}
+    assert result.total_requested == 1
+    again = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert again.total_requested == 0, "handled: not requested again"
+
+
+class _EagerMonths(DataCoolieTranslator):
+    """Dagster's ``eager()`` on the monthly table, for comparison."""
+
+    def get_asset_spec(self, data: DataCoolieTranslatorData) -> dg.AssetSpec:
+        spec = super().get_asset_spec(data)
+        if spec.key.to_user_string() != EVENTS_MONTHLY:
+            return spec
+        return spec.replace_attributes(automation_condition=dg.AutomationCondition.eager())
+
+
+@pytest.mark.parametrize(
+    ("translator", "months"), [(None, {"2024-01"}), (_EagerMonths(), set())], ids=["ours", "eager"]
+)
+def test_an_older_month_follows_its_days_eager_only_the_latest(
+    lake: Path, instance: dg.DagsterInstance, translator: DataCoolieTranslator | None, months: set[str]
+) -> None:
+    metadata = deploy(lake)
+    document = json.loads(metadata.read_text())
+    document["dataflows"][-1]["configure"]["dagster"]["partitions"]["end"] = "2024-03-01"  # latest window: February
+    metadata.write_text(json.dumps(document))
+    defs = build_definitions(metadata, state_base_path=lake / "state", translator=translator)
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    for day in DAYS:
+        assert materialize(defs, instance, ["bronze/sales/events"], partition_key=day).success
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert result.get_requested_partitions(dg.AssetKey.from_user_string(EVENTS_MONTHLY)) == months
+
+
+# --- the watermark sensor -----------------------------------------------------------------------
+
+
+def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
+    first = tick(defs, instance, None)
+    assert first.run_requests == []
+    assert json.loads(first.cursor) == {"format": 1, "watermarks": {}}
+
+    cli_run(lake)  # orders Jan 5, Feb 5, Feb 7; events Jan 29-31: nothing stored before
+    data = tick(defs, instance, first.cursor)
+    assert requested(data) == [
+        (EVENTS_MONTHLY, "2024-01"),
+        (ORDERS, None),
+        (ORDERS_MONTHLY, "2024-01"),
+        (ORDERS_MONTHLY, "2024-02"),
+    ]
+    assert all(r.tags[TRIGGER_TAG] == "watermark" and r.tags[AUTOMATED_TAG] == "true" for r in data.run_requests)
+    assert all(r.job_name == "__ASSET_JOB" for r in data.run_requests)
+    # the cursor lost (a crash before it was saved): the same change maps to the same run keys
+    assert [r.run_key for r in tick(defs, instance, first.cursor).run_requests] == [
+        r.run_key for r in data.run_requests
+    ]
+    assert tick(defs, instance, data.cursor).run_requests == []
+
+    land(lake, "sales/orders", LATE_ORDERS, batch=2)  # March
+    cli_run(lake)
+    later = tick(defs, instance, data.cursor)
+    assert requested(later) == [(ORDERS, None), (ORDERS_MONTHLY, "2024-02"), (ORDERS_MONTHLY, "2024-03")]
+
+
+def test_watermarks_stored_before_the_first_evaluation_are_not_changes(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    cli_run(lake)
+    first = tick(defs, instance, None)
+    assert first.run_requests == []
+    assert len(json.loads(first.cursor)["watermarks"]) == 2
+
+
+def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    cursor = tick(defs, instance, None).cursor
+    automation = dg.evaluate_automation_conditions(defs=defs, instance=instance)  # its first tick only records
+    assert materialize(defs, instance, ["bronze/sales/orders"]).success
+    data = tick(defs, instance, cursor)
+    # silver/sales/orders follows the materialization by eager(); the monthly reader has no
+    # automation over an unpartitioned table, so the sensor is what requests its windows
+    assert requested(data) == [(ORDERS_MONTHLY, "2024-01"), (ORDERS_MONTHLY, "2024-02")]
+    automation = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=automation.cursor)
+    assert automation.get_requested_partitions(dg.AssetKey.from_user_string(ORDERS)) == {None}
+
+
+def test_a_cli_load_after_a_dagster_run_is_sensed(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    assert materialize(defs, instance, ["bronze/sales/orders"]).success
+    cursor = tick(defs, instance, None).cursor
+    land(lake, "sales/orders", LATE_ORDERS, batch=2)
+    cli_run(lake)
+    assert (ORDERS, None) in requested(tick(defs, instance, cursor))
+
+
+@pytest.mark.parametrize(
+    ("cursor", "reason"),
+    [
+        ("not json", "not JSON"),
+        ('{"format": 2, "watermarks": {}}', '"format": 1'),
+        ('{"format": 1, "watermarks": {"a": 1}}', "must map dataflow ids"),
+    ],
+    ids=["garbage", "other-format", "bad-entry"],
+)
+def test_a_bad_cursor_is_an_error(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str, reason: str) -> None:
+    with pytest.raises(SensorCursorError, match=f"sensor '{WATERMARK_SENSOR_NAME}': unreadable cursor .*{reason}") as e:
+        tick(defs, instance, cursor)
+    assert str(e.value).endswith("(a cleared cursor records the watermarks present, requesting nothing)")
+    assert pickle.loads(pickle.dumps(e.value)).args == e.value.args
+
+
+def test_an_unreadable_watermark_is_named_and_its_entry_kept(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    cli_run(lake)
+    cursor = tick(defs, instance, None).cursor
+    (file,) = (lake / "state" / "watermarks").glob("*orders_to_bronze*/watermark_value.json")
+    file.write_text("{torn")
+    data = tick(defs, instance, cursor)
+    assert data.run_requests == []
+    assert "unreadable: table 'bronze/sales/orders': Watermark is corrupt" in (data.skip_message or "")
+    assert str(file) in (data.skip_message or "")
+    assert json.loads(data.cursor) == json.loads(cursor)
+
+
+# --- windows between two watermarks -------------------------------------------------------------
+
+MONTHS = PartitionsConfig(start="2024-01-01", end="2024-05-01", chunk_interval={"months": 1}, chunk_column="ts")
+STEPS = PartitionsConfig(start=0, end=400, chunk_interval={"step": 100}, chunk_column="id")
+
+
+def _wm(column: str, value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps({column: {"__datetime__": value}})
+    return json.dumps({column: value})
+
+
+@pytest.mark.parametrize(
+    ("config", "old", "new", "keys"),
+    [
+        (MONTHS, None, _wm("ts", "2024-02-10T00:00:00"), ["2024-01", "2024-02"]),
+        (MONTHS, _wm("ts", "2024-02-10T00:00:00"), _wm("ts", "2024-04-01T00:00:00"), ["2024-02", "2024-03", "2024-04"]),
+        (MONTHS, _wm("ts", "2024-03-01T00:00:00"), _wm("ts", "2024-03-02T00:00:00"), ["2024-03"]),
+        (MONTHS, None, _wm("other", "2024-01-10T00:00:00"), ["2024-01"]),  # a single column is used
+        (STEPS, _wm("id", 150), _wm("id", 320), ["100-200", "200-300", "300-400"]),
+    ],
+    ids=["first-load", "months-moved", "window-start", "single-column", "integer-steps"],
+)
+def test_windows_between(config: PartitionsConfig, old: str | None, new: str, keys: list[str]) -> None:
+    partitioning = TablePartitioning(config, build_partitions_def(config), None)
+    assert windows_between(partitioning, old, new) == (keys, None)
+
+
+def test_windows_need_a_comparable_value() -> None:
+    partitioning = TablePartitioning(MONTHS, build_partitions_def(MONTHS), None)
+    two = json.dumps({"a": 1, "b": 2})
+    assert windows_between(partitioning, None, two) == (
+        [],
+        "the watermark has no value for the window column 'ts' to map to windows",
+    )
+    assert windows_between(partitioning, None, _wm("ts", 5))[1] == (
+        "watermark value 5 cannot be compared with the windows (datetime.datetime(2024, 1, 1, 0, 0, tzinfo=datetime.timezone.utc))"
+    )
