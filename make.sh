@@ -25,8 +25,12 @@ install() {
 }
 
 example() {
-  # The bundled example end to end, in ./data: land a batch of source files (a new batch on every
-  # call), then run both stages (incremental append, merge, scd2) and replay Q1 month by month.
+  # The bundled example end to end, in ./data (docs/example.md): land a batch of source files (a new
+  # batch on every call: new orders, updated orders, a late file of Q1 orders), run both stages
+  # (incremental append, merge, scd2), then replay Q1 month by month. The replay selects on
+  # created_at, the column of silver orders' order_month partitions and of its Dagster partitions,
+  # so month 2024-01 is one set of rows everywhere; it loads the late orders, which are behind the
+  # incremental updated_at watermark.
   install
   local metadata=datacoolie_dagster/example/metadata.json
   local state=(--state-path data/state --log-path data/logs)
@@ -35,7 +39,7 @@ example() {
   "$VENV/bin/datacoolie" run --metadata "$metadata" --stage landing2bronze "${state[@]}"
   "$VENV/bin/datacoolie" run --metadata "$metadata" --stage bronze2silver "${state[@]}"
   "$VENV/bin/datacoolie" replay --metadata "$metadata" --stage bronze2silver --dataflow orders_bronze_to_silver \
-    --start 2024-01-01 --end 2024-04-01 --chunk-interval-json '{"months": 1}' "${state[@]}"
+    --start 2024-01-01 --end 2024-04-01 --chunk-interval-json '{"months": 1}' --chunk-column created_at "${state[@]}"
 }
 
 ensure_postgres() {

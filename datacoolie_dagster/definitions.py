@@ -2,7 +2,9 @@
 
 ``DATACOOLIE_METADATA`` names the metadata file (default: the bundled example); state and logs go
 under ``DATACOOLIE_HOME`` (default ``./data``, relative to the working directory ``workspace.yaml``
-sets). A broken metadata file fails the code location with every error listed.
+sets). A broken metadata file fails the code location with every error listed. The bundled example
+also gets the job ``land_example_batch`` and lands its first batch on the first run (see
+:mod:`datacoolie_dagster.example_jobs`).
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import os
 from pathlib import Path
 
 from datacoolie_dagster.example import METADATA_PATH as EXAMPLE_METADATA
+from datacoolie_dagster.example_jobs import build_example_definitions
 from datacoolie_dagster.factory import build_definitions
 
 METADATA_PATH = Path(os.environ.get("DATACOOLIE_METADATA", EXAMPLE_METADATA))
 HOME = Path(os.environ.get("DATACOOLIE_HOME", "data"))
 
-defs = build_definitions(METADATA_PATH, state_base_path=HOME / "state", log_base_path=HOME / "logs")
+if METADATA_PATH.resolve() == EXAMPLE_METADATA.resolve():
+    defs = build_example_definitions(state_base_path=HOME / "state", log_base_path=HOME / "logs")
+else:
+    defs = build_definitions(METADATA_PATH, state_base_path=HOME / "state", log_base_path=HOME / "logs")
