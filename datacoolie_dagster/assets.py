@@ -2,8 +2,10 @@
 
 The body runs only ``context.selected_asset_keys``, level by level along the lineage (a table runs
 after the tables it reads, when both are selected), and yields one ``MaterializeResult`` per table
-that wrote — or, for partitioned tables, one ``AssetMaterialization`` per finished partition, so a
-failure leaves the finished partitions materialized and "failed and missing" retries the rest.
+that wrote — or, for partitioned tables, one ``AssetMaterialization`` per finished partition, tagged
+with the asset's code version, so a failure leaves the finished partitions materialized and "failed
+and missing" retries the rest. The checks of every table that did not fail are evaluated, also when
+it wrote nothing (they then judge the table as it stands).
 """
 
 # no `from __future__ import annotations`: Dagster reads the context and config annotations at runtime
@@ -33,6 +35,7 @@ from datacoolie_dagster.tables import (
 from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 RESOURCE_KEY = "datacoolie"
+CODE_VERSION_TAG = "dagster/code_version"
 
 
 @dataclass(frozen=True)
@@ -154,7 +157,7 @@ class _Progress:
 
 def _run_tables(
     context: dg.AssetExecutionContext, resource: DataCoolieResource, selected: Sequence[TableAsset]
-) -> Iterator[dg.MaterializeResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     progress = _Progress()
     with resource.driver() as driver:
         for level in _levels(selected):
@@ -164,14 +167,15 @@ def _run_tables(
                 runtimes = _runtimes(done, asset.table)
                 if not progress.record(asset, runtimes):
                     continue
+                checks = _selected_checks(context, check_results(asset, runtimes, _stored(driver, runtimes)))
                 if any(r.status == "succeeded" for r in runtimes):
-                    yield dg.MaterializeResult(
-                        asset_key=asset.spec.key,
-                        metadata=materialization_metadata(asset.table, runtimes),
-                        check_results=check_results(asset, runtimes, _stored(driver, runtimes)),
-                    )
+                    metadata = materialization_metadata(asset.table, runtimes)
+                    yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata, check_results=checks)
                 else:
+                    # the checks still judge the table as it stands: a selected check left unevaluated
+                    # makes Dagster log "did not yield or return expected outputs"
                     context.log.info(f"{asset.spec.key.to_user_string()}: no new source rows, nothing written")
+                    yield from checks
     _raise_failures(progress, selected)
 
 
@@ -185,11 +189,12 @@ def _run_partitions(
     with resource.driver() as driver:
         for partition_key in context.partition_keys:
             yield from _run_partition(driver, selected, partitioning, partition_key, progress)
-        # checks judge each table after the whole range (a check result has no partition)
+        # checks judge each table after the whole range (a check result has no partition), also when
+        # no partition wrote a row: an unevaluated selected check is noise in the run's log
         for asset in selected:
             runtimes = progress.loaded.get(asset.table.key, [])
-            if asset.table.key not in progress.failed_keys and any(r.status == "succeeded" for r in runtimes):
-                yield from check_results(asset, runtimes, _stored(driver, runtimes))
+            if asset.table.key not in progress.failed_keys:
+                yield from _selected_checks(context, check_results(asset, runtimes, _stored(driver, runtimes)))
     _raise_failures(progress, selected)
 
 
@@ -215,7 +220,28 @@ def _run_partition(
                     partition=partition_key,
                     metadata=materialization_metadata(asset.table, runtimes)
                     | {"datacoolie/window": f"[{start}, {end})"},
+                    tags=code_version_tags(asset.spec),
                 )
+
+
+def code_version_tags(spec: dg.AssetSpec) -> dict[str, str]:
+    """The ``dagster/code_version`` tag Dagster puts on the materialization of a ``MaterializeResult``.
+
+    Dagster adds it only to materializations it derives from an output; a yielded
+    ``AssetMaterialization`` carries the tags it is given. ``datacoolie-dagster backfill`` counts a
+    partition as done when its latest materialization has the asset's current code version.
+    """
+    return {CODE_VERSION_TAG: spec.code_version} if spec.code_version else {}
+
+
+def _selected_checks(
+    context: dg.AssetExecutionContext, results: Sequence[dg.AssetCheckResult]
+) -> list[dg.AssetCheckResult]:
+    """The results of the checks this step runs (a subset run may select an asset but not its checks)."""
+    selected = context.selected_asset_check_keys
+    return [
+        r for r in results if r.asset_key and r.check_name and dg.AssetCheckKey(r.asset_key, r.check_name) in selected
+    ]
 
 
 def _stored(driver: DataCoolieDriver, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """``datacoolie-dagster backfill ASSET_OR_STAGE PARTITIONS [--rerun]``: queue only what is not done.
 
 A partition is *done* when its latest materialization carries the asset's current code version
-(``dagster/code_version``), and *live* when a not-finished run (queued … canceling) targets it through
-``dagster/partition`` or ``dagster/asset_partition_range_start/_end``, or when an unfinished asset
-backfill (status ``REQUESTED``, e.g. launched from the UI) targets it and has not yet materialized it or
-marked it failed. The command queues runs for the partitions that are neither; ``--rerun`` also queues
-done ones, never live ones.
+(``dagster/code_version``; the partition runs of :mod:`datacoolie_dagster.assets` tag each partition
+they materialize with it, and an asset without a code version counts any materialization), and *live*
+when a not-finished run (queued … canceling) targets it through ``dagster/partition`` or
+``dagster/asset_partition_range_start/_end``, or when an unfinished asset backfill (status
+``REQUESTED``, e.g. launched from the UI) targets it and has not yet materialized it or marked it
+failed. The command queues runs for the partitions that are neither, and prints one ``skipped: N done``
+/ ``skipped: N live`` line per asset naming the others; ``--rerun`` also queues done ones, never live ones.
 
 Decision: we create the runs ourselves (one per ``max_partitions_per_run`` contiguous keys of the
 asset's ``BackfillPolicy``; one run for everything with a single-run policy) and submit them to the
@@ -31,7 +33,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ from dagster_postgres import PostgresRunStorage
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_dagster.assets import CODE_VERSION_TAG
 from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
 
 LOGGER = logging.getLogger("datacoolie_dagster.backfill")
@@ -58,7 +61,6 @@ ADVISORY_LOCK_KEY = int.from_bytes(
 ALL = "@all"
 RANGE_SEPARATOR = ".."
 AUTOMATED_TAGS = {"datacoolie/automated": "true", "datacoolie/trigger": "backfill"}
-CODE_VERSION_TAG = "dagster/code_version"
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
@@ -91,6 +93,23 @@ class BackfillPlan:
     """Partitions materialized with the current code version (left out unless ``rerun``)."""
     live: dict[dg.AssetKey, tuple[str, ...]]
     """Partitions targeted by a run that has not finished (always left out)."""
+    selected: dict[dg.AssetKey, tuple[str, ...]] = field(default_factory=dict)
+    """Every partition the invocation named, in partition order."""
+
+    def skipped_lines(self, *, rerun: bool) -> list[str]:
+        """``skipped: N done|live ASSET: PARTITIONS (why)`` per asset; partition runs as ``FIRST..LAST``."""
+        lines = []
+        for key in self.live:
+            live = set(self.live[key])
+            done = [] if rerun else [k for k in self.done[key] if k not in live]
+            for kind, keys, why in (
+                ("done", done, "materialized by the current code version; --rerun queues them again"),
+                ("live", self.live[key], "a run or asset backfill that has not finished targets them"),
+            ):
+                if keys:
+                    spans = partition_spans(self.selected.get(key, keys), keys)
+                    lines.append(f"skipped: {len(keys)} {kind} {key.to_user_string()}: {spans} ({why})")
+        return lines
 
 
 def plan_backfill(
@@ -116,6 +135,7 @@ def plan_backfill(
     runs: list[BackfillRun] = []
     done: dict[dg.AssetKey, tuple[str, ...]] = {}
     live: dict[dg.AssetKey, tuple[str, ...]] = {}
+    selected: dict[dg.AssetKey, tuple[str, ...]] = {}
     targets = resolve_target(asset_graph, target)
     requested = _requested_backfill_partitions(instance, asset_graph, targets)
     for key in targets:
@@ -130,7 +150,8 @@ def plan_backfill(
         todo = [k for k in keys if k not in left_out]
         size = node.backfill_policy.max_partitions_per_run if node.backfill_policy else None
         runs.extend(BackfillRun(key, tuple(chunk)) for chunk in contiguous_chunks(keys, todo, size))
-    return BackfillPlan(tuple(runs), done, live)
+        selected[key] = tuple(keys)
+    return BackfillPlan(tuple(runs), done, live, selected)
 
 
 def resolve_target(asset_graph: RemoteWorkspaceAssetGraph, target: str) -> list[dg.AssetKey]:
@@ -185,6 +206,12 @@ def contiguous_chunks(every: Sequence[str], todo: Sequence[str], size: int | Non
         else:
             chunks.append([key])
     return chunks
+
+
+def partition_spans(every: Sequence[str], keys: Sequence[str]) -> str:
+    """``keys`` as comma-separated runs, contiguous in ``every``: ``2024-01..2024-03,2024-05``."""
+    chunks = contiguous_chunks(every, keys, None)
+    return ",".join(c[0] if len(c) == 1 else f"{c[0]}{RANGE_SEPARATOR}{c[-1]}" for c in chunks)
 
 
 def _done_partitions(
@@ -351,8 +378,8 @@ def _backfill(args: argparse.Namespace) -> int:
             return 2
     for planned, run in zip(plan.runs, runs, strict=True):
         print(f"queued {run.run_id} {planned.asset_key.to_user_string()} {','.join(planned.partition_keys)}")
-    for key in plan.live:
-        skipped = [*plan.live[key], *([] if args.rerun else plan.done[key])]
-        if skipped:
-            print(f"skipped {key.to_user_string()} {','.join(sorted(set(skipped)))} (done or live)")
+    for line in plan.skipped_lines(rerun=args.rerun):
+        print(line)
+    if not runs:
+        print("queued nothing: every partition named is done or live")
     return 0

@@ -1,7 +1,9 @@
 """Asset checks derived from the metadata, evaluated right after each load.
 
-- ``unique_merge_keys`` (merge_upsert / merge_overwrite / scd2 current rows), blocking: duplicate keys
-  after a merge mean downstream would double count.
+- ``unique_merge_keys`` (merge_upsert / merge_overwrite / scd2 current rows), blocking: the declared
+  ``merge_keys`` are unique in the table, so downstream never double counts. Declared, not the keys
+  the writer merges on (extended with the partition columns): a key whose partition value changed
+  has a row in each partition, and the check names them.
 - ``load_consistent``, blocking: the load wrote at most the rows it read, and the stored watermark
   is not behind the one the load started from. (One check for both keeps a 3,000-table code location
   fast to load: every check spec costs load time.)
@@ -18,6 +20,7 @@ import polars as pl
 
 from datacoolie_core.columns import IS_CURRENT
 from datacoolie_core.errors import WatermarkError
+from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
@@ -44,7 +47,10 @@ def check_specs(asset: TableAsset) -> list[dg.AssetCheckSpec]:
     if destination.load_type in MERGE_LOADS and destination.connection.format == "delta":
         specs.append(
             dg.AssetCheckSpec(
-                UNIQUE_KEYS, asset=key, blocking=True, description="Merge keys are unique after the load."
+                UNIQUE_KEYS,
+                asset=key,
+                blocking=True,
+                description="The declared merge keys are unique after the load (each key in one partition).",
             )
         )
     return specs
@@ -97,17 +103,87 @@ def _watermarks_behind(
 
 
 def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
+    """The keys the user declared (``merge_keys``) are unique among the table's (current) rows.
+
+    The writer merges on the keys extended with the partition columns (as DataCoolie does), so a
+    row whose partition column changed is inserted into its new partition beside the old row: unique
+    on the extended keys, a duplicate business key all the same. The check counts declared keys and
+    names, for a duplicated key, the partitions it lives in.
+    """
     destination = asset.table.first.destination
-    frame = pl.scan_delta(os.path.abspath(destination.path or ""))
-    # metadata may name raw source columns; the table has the sanitized names (the resource runs in lower mode)
-    keys = final_names(frame.collect_schema().names(), destination.merge_keys_extended)
-    if destination.load_type == "scd2":
-        frame = frame.filter(pl.col(IS_CURRENT))
+    path = os.path.abspath(destination.path or "")
+    if not os.path.isdir(os.path.join(path, "_delta_log")):
+        return dg.AssetCheckResult(
+            asset_key=asset.spec.key,
+            check_name=UNIQUE_KEYS,
+            passed=True,
+            metadata={"rows": 0, "distinct_keys": 0, "merge_keys": list(destination.merge_keys)},
+            description="The table does not exist yet: no rows, no duplicate keys.",
+        )
+    frame, keys, partitions = _keyed_rows(destination, path)
     counts: Any = frame.select(pl.len().alias("rows"), pl.struct(keys).n_unique().alias("keys")).collect().row(0)
     rows, unique = counts
+    metadata: dict[str, Any] = {"rows": rows, "distinct_keys": unique, "merge_keys": keys}
+    if partitions:
+        metadata["partition_columns"] = partitions
+    if rows == unique:
+        return dg.AssetCheckResult(asset_key=asset.spec.key, check_name=UNIQUE_KEYS, passed=True, metadata=metadata)
+    duplicates = _duplicate_keys(frame, keys, partitions)  # a second scan, only when there are duplicates
+    metadata["duplicate_keys"] = duplicates.height
+    metadata["examples"] = dg.MetadataValue.json(duplicates.head(MAX_EXAMPLES).to_dicts())
     return dg.AssetCheckResult(
         asset_key=asset.spec.key,
         check_name=UNIQUE_KEYS,
-        passed=rows == unique,
-        metadata={"rows": rows, "distinct_keys": unique, "merge_keys": keys},
+        passed=False,
+        metadata=metadata,
+        description=_duplicates_description(duplicates, keys, partitions),
     )
+
+
+def _keyed_rows(destination: Destination, path: str) -> tuple[pl.LazyFrame, list[str], list[str]]:
+    """The rows the keys must be unique in (scd2: current ones), the declared keys and the partition
+    columns not among them, spelled as the table has them."""
+    frame = pl.scan_delta(path)
+    names = frame.collect_schema().names()
+    # metadata may name raw source columns; the table has the sanitized names (the resource runs in lower mode)
+    keys = final_names(names, destination.merge_keys)
+    partitions = [c for c in final_names(names, [p.column for p in destination.partition_columns]) if c not in keys]
+    if destination.load_type == "scd2":
+        frame = frame.filter(pl.col(IS_CURRENT))
+    return frame, keys, partitions
+
+
+MAX_EXAMPLES = 5
+"""Duplicate keys named in a failed check's description and metadata."""
+
+
+def _duplicate_keys(frame: pl.LazyFrame, keys: list[str], partitions: list[str]) -> pl.DataFrame:
+    """One row per duplicated key: the key, its row count and, per partition column, its sorted values."""
+    return (
+        frame.group_by(keys)
+        .agg(pl.len().alias("rows"), *(pl.col(p).unique().sort().alias(p) for p in partitions))
+        .filter(pl.col("rows") > 1)
+        .sort(keys)
+        .collect()
+    )
+
+
+def _duplicates_description(duplicates: pl.DataFrame, keys: list[str], partitions: list[str]) -> str:
+    """Which keys are duplicated, where, and why (a moved partition value, or a true duplicate)."""
+    moved = duplicates.filter(pl.any_horizontal([pl.col(p).list.len() > 1 for p in partitions])) if partitions else None
+    lines = [f"{duplicates.height} value(s) of the merge keys ({', '.join(keys)}) occur in more than one row:"]
+    for row in duplicates.head(MAX_EXAMPLES).iter_rows(named=True):
+        key = ", ".join(f"{k}={row[k]!r}" for k in keys)
+        where = "; ".join(f"{p} in {', '.join(str(v) for v in row[p])}" for p in partitions)
+        lines.append(f"- {key}: {row['rows']} rows" + (f" ({where})" if where else ""))
+    if duplicates.height > MAX_EXAMPLES:
+        lines.append(f"- … and {duplicates.height - MAX_EXAMPLES} more")
+    if moved is not None and moved.height:
+        lines.append(
+            f"{moved.height} of them live in more than one partition: the partition column "
+            f"({', '.join(partitions)}) changed for these keys, and because the merge keys are extended with "
+            "the partition columns the new row was inserted instead of updating the old one. Derive the "
+            "partition column from a value that never changes for a key (e.g. the creation date), or "
+            "overwrite the table to remove the stale rows."
+        )
+    return "\n".join(lines)

@@ -13,7 +13,7 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,7 +22,7 @@ from datacoolie_core.logging.context import dataflow_context
 from datacoolie_core.logging.execution_logger import ExecutionLogger, Scrubber
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo, DestinationRuntimeInfo, OperationType, utc_now
 from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
 from datacoolie_core.orchestration.maintenance import run_maintenance_target
 from datacoolie_core.orchestration.preparation import QueryRoots, prepare_dataflow
@@ -228,7 +228,7 @@ def replay_column(dataflow: DataFlow, replay: ReplayConfig) -> str:
 def _aggregate(outer: DataFlowRuntimeInfo) -> DataFlowRuntimeInfo:
     statuses = [c.status for c in outer.chunks]
     outer.source.rows_read = sum(c.source.rows_read for c in outer.chunks)
-    outer.destination.rows_written = sum(c.destination.rows_written for c in outer.chunks)
+    outer.destination = combined_writes([c.destination for c in outer.chunks])
     outer.retry_attempts = sum(c.retry_attempts for c in outer.chunks)
     failed = next((c for c in outer.chunks if c.status == "failed"), None)
     if failed is not None:
@@ -239,6 +239,30 @@ def _aggregate(outer: DataFlowRuntimeInfo) -> DataFlowRuntimeInfo:
     else:
         outer.finish("succeeded")
     return outer
+
+
+def combined_writes(writes: Sequence[DestinationRuntimeInfo]) -> DestinationRuntimeInfo:
+    """One record for several commits to one table (a replay's chunks): counts summed, last version.
+
+    Every count is summed, not only ``rows_written``: callers report the inserted / updated /
+    deleted rows of a replay (a Dagster partition) from this record.
+    """
+    versions = [w.table_version for w in writes if w.table_version is not None]
+    sequences = [w.commit_sequence for w in writes if w.commit_sequence is not None]
+    return DestinationRuntimeInfo(
+        operation_type=next((w.operation_type for w in writes if w.operation_type), ""),
+        rows_written=sum(w.rows_written for w in writes),
+        rows_inserted=sum(w.rows_inserted for w in writes),
+        rows_updated=sum(w.rows_updated for w in writes),
+        rows_deleted=sum(w.rows_deleted for w in writes),
+        files_added=sum(w.files_added for w in writes),
+        files_removed=sum(w.files_removed for w in writes),
+        bytes_added=sum(w.bytes_added for w in writes),
+        bytes_removed=sum(w.bytes_removed for w in writes),
+        table_version=versions[-1] if versions else None,
+        commit_sequence=sequences[-1] if sequences else None,
+        recovered=bool(writes) and all(w.recovered for w in writes),
+    )
 
 
 def dry_run_check(

@@ -199,3 +199,8 @@ def system_rows(logs: Path) -> list[dict[str, Any]]:
 
 def all_log_text(logs: Path) -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in sorted(logs.rglob("*")) if p.is_file())
+
+
+def orders_from_file(*, source: Source, watermark: Any, read_range: ReadRange | None) -> pl.DataFrame:
+    """The orders in the parquet file ``configure.orders_file`` (a test rewrites it between loads)."""
+    return pl.read_parquet(source.configure.extras["orders_file"])
