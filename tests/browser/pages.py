@@ -8,8 +8,15 @@ Every step waits on an element or a URL (``WebDriverWait``); nothing sleeps.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypeVar
 from urllib.parse import unquote, urlparse
 
+from selenium.common.exceptions import (
+    ElementClickInterceptedException,
+    NoSuchElementException,
+    StaleElementReferenceException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
@@ -20,10 +27,31 @@ from selenium.webdriver.support.ui import WebDriverWait
 TIMEOUT = 60  # a loaded machine renders slowly; a step that never comes fails after this
 SIDEBAR_ROW = "//div[contains(@class, 'AssetSidebarNode_itemContainer')]"
 GROUP_ICON = ".//*[@aria-label='asset_group']"
+# React re-renders replace elements between finding and using them: find again and retry
+RETRIED = (NoSuchElementException, StaleElementReferenceException, ElementClickInterceptedException)
+T = TypeVar("T")
 
 
 def wait(driver: WebDriver, timeout: float = TIMEOUT) -> WebDriverWait[WebDriver]:
-    return WebDriverWait(driver, timeout)
+    return WebDriverWait(driver, timeout, ignored_exceptions=RETRIED)
+
+
+def until(driver: WebDriver, what: str, condition: Callable[[WebDriver], T]) -> T:
+    """``condition`` until truthy; a re-rendered element is found again; the timeout names ``what``."""
+    return wait(driver).until(condition, f"waiting {TIMEOUT} s for {what}")
+
+
+def click(driver: WebDriver, locator: tuple[str, str]) -> None:
+    """Click what ``locator`` finds once it is displayed and enabled (found afresh on each try)."""
+
+    def attempt(d: WebDriver) -> bool:
+        element = d.find_element(*locator)
+        if not (element.is_displayed() and element.is_enabled()):
+            return False
+        element.click()
+        return True
+
+    until(driver, f"{locator[1]} to be clickable", attempt)
 
 
 def button(label: str, *, starts: bool = False) -> tuple[str, str]:
@@ -34,8 +62,8 @@ def button(label: str, *, starts: bool = False) -> tuple[str, str]:
 
 def skip_community_dialog(driver: WebDriver) -> None:
     """Dagster asks a fresh instance once to join its community (a dialog over every page): Skip."""
-    wait(driver).until(ec.element_to_be_clickable(button("Skip"))).click()
-    wait(driver).until(ec.invisibility_of_element_located(button("Skip")))
+    click(driver, button("Skip"))
+    until(driver, "the community dialog to close", ec.invisibility_of_element_located(button("Skip")))
 
 
 def lineage_tables(driver: WebDriver, base_url: str) -> dict[str, set[str]]:
@@ -44,83 +72,86 @@ def lineage_tables(driver: WebDriver, base_url: str) -> dict[str, set[str]]:
     The sidebar shows only the last part of a key (``orders`` twice), so each asset is selected
     and its full key read from the URL the graph navigates to (``/asset-groups/<key>``).
     """
-    driver.find_element(By.XPATH, "//a[.//*[normalize-space()='Lineage']]").click()
-    wait(driver).until(ec.url_contains("/asset-groups"))
-    groups = _group_names(driver)
-    for group in groups:
+    click(driver, (By.XPATH, "//a[.//*[normalize-space()='Lineage']]"))
+    until(driver, "the Lineage page", ec.url_contains("/asset-groups"))
+    for group in _group_names(driver):
         _unfold(driver, group)
     found: dict[str, set[str]] = {}
     group = ""
-    for index in range(len(_rows(driver))):
-        row = _rows(driver)[index]  # the tree re-renders on every selection: find it afresh
-        name = row.find_element(By.XPATH, ".//*[@title]").get_attribute("title") or ""
-        if row.find_elements(By.XPATH, GROUP_ICON):
+    for index in range(1, len(driver.find_elements(By.XPATH, SIDEBAR_ROW)) + 1):
+        row = (By.XPATH, f"({SIDEBAR_ROW})[{index}]")  # the tree re-renders on every selection
+        name, is_group = until(driver, f"sidebar row {index}", lambda d, row=row: _describe(d.find_element(*row)))
+        if is_group:
             group = name
-            continue
-        found.setdefault(group, set()).add(_select(driver, row))
+        else:
+            found.setdefault(group, set()).add(_select(driver, (By.XPATH, f"{row[1]}//*[@title]")))
     return found
 
 
-def _rows(driver: WebDriver) -> list[WebElement]:
-    return driver.find_elements(By.XPATH, SIDEBAR_ROW)
+def _describe(row: WebElement) -> tuple[str, bool]:
+    """A sidebar row's label and whether it is a group (truthy, for ``until``)."""
+    return row.find_element(By.XPATH, ".//*[@title]").get_attribute("title") or "", bool(
+        row.find_elements(By.XPATH, GROUP_ICON)
+    )
 
 
 def _group_names(driver: WebDriver) -> list[str]:
-    wait(driver).until(ec.presence_of_element_located((By.XPATH, f"{SIDEBAR_ROW}[{GROUP_ICON}]")))
-    rows = driver.find_elements(By.XPATH, f"{SIDEBAR_ROW}[{GROUP_ICON}]")
-    return [r.find_element(By.XPATH, ".//*[@title]").get_attribute("title") or "" for r in rows]
+    groups = (By.XPATH, f"{SIDEBAR_ROW}[{GROUP_ICON}]//*[@title][1]")
+    until(driver, "the asset groups in the sidebar", ec.presence_of_element_located(groups))
+    return until(driver, "group names", lambda d: [e.get_attribute("title") or "" for e in d.find_elements(*groups)])
 
 
 def _unfold(driver: WebDriver, group: str) -> None:
-    before = len(_rows(driver))
-    row = driver.find_element(By.XPATH, f"{SIDEBAR_ROW}[.//*[@title='{group}']]")
-    row.find_element(By.XPATH, "./button").click()  # the disclosure arrow
-    wait(driver).until(lambda d: len(_rows(d)) > before)
+    before = len(driver.find_elements(By.XPATH, SIDEBAR_ROW))
+    click(driver, (By.XPATH, f"{SIDEBAR_ROW}[.//*[@title='{group}']]/button"))  # the disclosure arrow
+    until(driver, f"group {group} to unfold", lambda d: len(d.find_elements(By.XPATH, SIDEBAR_ROW)) > before)
 
 
-def _select(driver: WebDriver, row: WebElement) -> str:
+def _select(driver: WebDriver, label: tuple[str, str]) -> str:
     """Click an asset in the sidebar; its key, once the graph shows it (``a/b/c``)."""
     before = driver.current_url
-    row.find_element(By.XPATH, ".//*[@title]").click()
-    wait(driver).until(lambda d: d.current_url != before and "/asset-groups/" in urlparse(d.current_url).path)
+    click(driver, label)
+    until(
+        driver, "the graph to select the asset", lambda d: d.current_url != before and "/asset-groups/" in d.current_url
+    )
     return unquote(urlparse(driver.current_url).path).split("/asset-groups/", 1)[1]
 
 
 def materialize_unpartitioned(driver: WebDriver, base_url: str, key: str) -> str:
     """Asset page → Materialize; the id prefix of the run the toast announces."""
     _open_asset(driver, base_url, key)
-    wait(driver).until(ec.element_to_be_clickable(button("Materialize"))).click()
-    toast = wait(driver).until(ec.visibility_of_element_located((By.XPATH, "//*[starts-with(text(), 'Launched run')]")))
-    return _last_word(toast)
+    click(driver, button("Materialize"))
+    return _toast_id(driver, "Launched run")
 
 
-def backfill_range(driver: WebDriver, base_url: str, key: str, first: str, last: str) -> str:
-    """Asset page → Materialize… → a range of partitions → Launch backfill; the backfill id."""
+def backfill_range(driver: WebDriver, base_url: str, key: str, first: str, last: str, count: int) -> str:
+    """Asset page → Materialize… → partitions ``first`` to ``last`` (``count``) → Launch backfill; its id."""
     _open_asset(driver, base_url, key)
-    wait(driver).until(ec.element_to_be_clickable(button("Materialize", starts=True))).click()
-    dialog = wait(driver).until(ec.visibility_of_element_located((By.CSS_SELECTOR, "[role='dialog']")))
+    click(driver, button("Materialize", starts=True))
     # the partition selector: its text box takes the range syntax its placeholder shows
-    selector = dialog.find_element(By.CSS_SELECTOR, "input[placeholder^='ex: ']")
-    selector.send_keys(f"[{first}...{last}]", Keys.ENTER)
-    wait(driver).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "[role='dialog']"), "2 partitions"))
-    wait(driver).until(ec.element_to_be_clickable(button("Launch backfill"))).click()
-    toast = wait(driver).until(
-        ec.visibility_of_element_located((By.XPATH, "//*[starts-with(text(), 'Created backfill')]"))
-    )
-    return _last_word(toast)
+    selector = (By.CSS_SELECTOR, "[role='dialog'] input[placeholder^='ex: ']")
+    until(driver, "the partition dialog", ec.element_to_be_clickable(selector))
+    driver.find_element(*selector).send_keys(f"[{first}...{last}]", Keys.ENTER)
+    dialog = (By.CSS_SELECTOR, "[role='dialog']")
+    counted = ec.text_to_be_present_in_element(dialog, f"{count} partitions")
+    until(driver, f"the dialog to count {count} partitions", counted)
+    click(driver, button("Launch backfill"))
+    return _toast_id(driver, "Created backfill")
 
 
 def _open_asset(driver: WebDriver, base_url: str, key: str) -> None:
     driver.get(f"{base_url}/assets/{key}")
     # the breadcrumbs fold a long key's middle into "…": wait on its last part, as a user reads it
     last = key.rsplit("/", 1)[-1]
-    wait(driver).until(ec.presence_of_element_located((By.XPATH, f"//ul[li//*[@title='Assets']]/li[last()]//*[@title='{last}']")))
+    crumb = (By.XPATH, f"//ul[li//*[@title='Assets']]/li[last()]//*[@title='{last}']")
+    until(driver, f"the asset page of {key}", ec.presence_of_element_located(crumb))
 
 
-def _last_word(element: WebElement) -> str:
+def _toast_id(driver: WebDriver, announcement: str) -> str:
     """``Launched run <span>4237346d</span>`` → ``4237346d``."""
-    text = element.text
-    match = re.search(r"(?:Launched run|Created backfill)\s+(\S+)", text)
+    toast = (By.XPATH, f"//*[starts-with(text(), '{announcement}')]")
+    text = until(driver, f"the toast {announcement!r}", lambda d: d.find_element(*toast).text)
+    match = re.search(rf"{announcement}\s+(\S+)", text)
     assert match, f"no id in the toast {text!r}"
     return match.group(1)
 
@@ -128,11 +159,12 @@ def _last_word(element: WebElement) -> str:
 def wait_materialized(driver: WebDriver) -> None:
     """The asset page updates live: its "Never materialized" goes once the run's event lands."""
     never = (By.XPATH, "//*[normalize-space()='Never materialized']")
-    wait(driver).until(ec.invisibility_of_element_located(never))
+    until(driver, "the asset page to show the materialization", ec.invisibility_of_element_located(never))
 
 
 def open_partitions(driver: WebDriver, base_url: str, key: str, count: int) -> None:
-    """The asset's Partitions tab, once it shows ``count`` partitions materialized."""
+    """The asset's Partitions tab, once its status filter reads ``Materialized (count)``."""
     _open_asset(driver, base_url, key)
-    driver.find_element(By.XPATH, "//a[normalize-space()='Partitions'] | //button[normalize-space()='Partitions']").click()
-    wait(driver).until(ec.url_contains("view=partitions"))
+    click(driver, (By.XPATH, "//a[@role='tab'][normalize-space()='Partitions']"))
+    materialized = (By.XPATH, f"//*[normalize-space()='Materialized ({count})']")
+    until(driver, f"the Partitions tab to count {count} materialized", ec.visibility_of_element_located(materialized))

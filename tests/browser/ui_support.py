@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,7 +140,9 @@ class DagsterDev:
         return bool(entries) and all(e["loadStatus"] == "LOADED" and e["locationOrLoadError"] for e in entries)
 
     def backfill_status(self, backfill_id: str) -> str:
-        query = "query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }"
+        query = (
+            "query($id: String!) { partitionBackfillOrError(backfillId: $id) { ... on PartitionBackfill { status } } }"
+        )
         return str(self.graphql(query, {"id": backfill_id})["partitionBackfillOrError"]["status"])
 
 
@@ -176,10 +178,8 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is not None:
         return
     os.killpg(process.pid, signal.SIGINT)
-    try:
+    with suppress(subprocess.TimeoutExpired):
         process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        pass
     try:
         os.killpg(process.pid, signal.SIGKILL)  # children outlive the leader on an interrupt
     except ProcessLookupError:
