@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -20,7 +21,6 @@ from selenium.common.exceptions import (
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -79,19 +79,20 @@ def lineage_tables(driver: WebDriver, base_url: str) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     group = ""
     for index in range(1, len(driver.find_elements(By.XPATH, SIDEBAR_ROW)) + 1):
-        row = (By.XPATH, f"({SIDEBAR_ROW})[{index}]")  # the tree re-renders on every selection
-        name, is_group = until(driver, f"sidebar row {index}", lambda d, row=row: _describe(d.find_element(*row)))
+        row = f"({SIDEBAR_ROW})[{index}]"  # the tree re-renders on every selection: by position
+        name, is_group = until(driver, f"sidebar row {index}", partial(_describe, row=row))
         if is_group:
             group = name
         else:
-            found.setdefault(group, set()).add(_select(driver, (By.XPATH, f"{row[1]}//*[@title]")))
+            found.setdefault(group, set()).add(_select(driver, (By.XPATH, f"{row}//*[@title]")))
     return found
 
 
-def _describe(row: WebElement) -> tuple[str, bool]:
+def _describe(driver: WebDriver, row: str) -> tuple[str, bool]:
     """A sidebar row's label and whether it is a group (truthy, for ``until``)."""
-    return row.find_element(By.XPATH, ".//*[@title]").get_attribute("title") or "", bool(
-        row.find_elements(By.XPATH, GROUP_ICON)
+    element = driver.find_element(By.XPATH, row)
+    return element.find_element(By.XPATH, ".//*[@title]").get_attribute("title") or "", bool(
+        element.find_elements(By.XPATH, GROUP_ICON)
     )
 
 
@@ -168,3 +169,20 @@ def open_partitions(driver: WebDriver, base_url: str, key: str, count: int) -> N
     click(driver, (By.XPATH, "//a[@role='tab'][normalize-space()='Partitions']"))
     materialized = (By.XPATH, f"//*[normalize-space()='Materialized ({count})']")
     until(driver, f"the Partitions tab to count {count} materialized", ec.visibility_of_element_located(materialized))
+
+
+def partition_metadata(driver: WebDriver, partition: str, keys: tuple[str, ...]) -> dict[str, str]:
+    """On the Partitions tab: find ``partition`` by name, select it; the metadata values it shows."""
+    search = driver.find_element(By.CSS_SELECTOR, "input[placeholder^='Filter by name']")
+    search.clear()
+    search.send_keys(partition)
+    click(driver, (By.XPATH, f"//*[@title='{partition}']"))
+    # the detail panel shows the selected partition once its window (our metadata) starts there
+    window = (By.XPATH, "//tr[td[1][normalize-space()='datacoolie/window']]/td[2]")
+    until(driver, f"partition {partition}'s details", ec.text_to_be_present_in_element(window, f"[{partition}-01"))
+    cells = {key: (By.XPATH, f"//tr[td[1][normalize-space()='{key}']]/td[2]") for key in keys}
+    return {key: until(driver, f"{key} of {partition}", partial(_text, locator=cell)) for key, cell in cells.items()}
+
+
+def _text(driver: WebDriver, locator: tuple[str, str]) -> str:
+    return driver.find_element(*locator).text

@@ -36,6 +36,7 @@ PARTITION_COLUMN = "order_month"
 RUN_TIMEOUT = 240  # a run or backfill on a loaded 2-core machine
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 BACKFILL_LIVE = {"REQUESTED", "CANCELING", "FAILING"}
+SHOWN = (constants.ROWS_INSERTED, constants.ROWS_UPDATED, "dagster/row_count")  # read off the Partitions tab
 
 
 def example_tables() -> dict[str, set[str]]:
@@ -64,7 +65,7 @@ def test_user_materializes_and_backfills_the_example_in_the_ui(deployment: Dagst
     with chromium() as driver:
         shots = Shots(driver, ARTIFACTS / request.node.name)
         try:
-            run_prefix, backfill_id = _drive(dev, driver, shots)
+            run_prefix, backfill_id, shown = _drive(dev, driver, shots)
         except BaseException:
             shots.take("failure")
             shutil.copyfile(dev.log, shots.folder / "dagster-dev.log")
@@ -72,7 +73,9 @@ def test_user_materializes_and_backfills_the_example_in_the_ui(deployment: Dagst
     events = _materializations(dev, every_table)
     assert {k: len(v) for k, v in events.items()} == {k: _expected_count(k) for k in every_table}
     _check_unpartitioned(dev, events[UNPARTITIONED], run_prefix)
-    _check_partitions(dev, events[PARTITIONED], backfill_id)
+    truth = _check_partitions(dev, events[PARTITIONED], backfill_id)
+    # and the UI shows the true counts: what a user reads on the Partitions tab
+    assert shown == {key: {k: str(truth[key][k]) for k in SHOWN} for key in PARTITIONS}
     (shots.folder / "wall-time.txt").write_text(f"{time.monotonic() - started:.1f} s\n")
 
 
@@ -80,8 +83,8 @@ def _expected_count(key: str) -> int:
     return {UNPARTITIONED: 1, PARTITIONED: len(PARTITIONS)}.get(key, 0)
 
 
-def _drive(dev: DagsterDev, driver: WebDriver, shots: Shots) -> tuple[str, str]:
-    """The clicks; returns the run id prefix and the backfill id the UI announced."""
+def _drive(dev: DagsterDev, driver: WebDriver, shots: Shots) -> tuple[str, str, dict[str, dict[str, str]]]:
+    """The clicks; the run id prefix and backfill id the UI announced, and the partitions' counts it shows."""
     driver.get(dev.url)
     if dev.graphql("{ shouldShowNux }")["shouldShowNux"]:
         shots.take("community dialog")
@@ -107,7 +110,11 @@ def _drive(dev: DagsterDev, driver: WebDriver, shots: Shots) -> tuple[str, str]:
     assert status == "COMPLETED_SUCCESS", dev.log_tail()
     pages.open_partitions(driver, dev.url, PARTITIONED, len(PARTITIONS))
     shots.take("partitions materialized")
-    return run_prefix, backfill_id
+    shown = {}
+    for key in PARTITIONS:
+        shown[key] = pages.partition_metadata(driver, key, SHOWN)
+        shots.take(f"partition {key}")
+    return run_prefix, backfill_id, shown
 
 
 def _run_finished(dev: DagsterDev, prefix: str) -> dg.DagsterRunStatus | None:
@@ -141,15 +148,15 @@ def _check_unpartitioned(dev: DagsterDev, records: list[dg.EventLogRecord], run_
     assert claimed == truth
 
 
-def _check_partitions(dev: DagsterDev, records: list[dg.EventLogRecord], backfill_id: str) -> None:
-    """Each partition's claims against the Delta commit it wrote (one per partition, in key order)."""
+def _check_partitions(dev: DagsterDev, records: list[dg.EventLogRecord], backfill_id: str) -> dict[str, dict[str, Any]]:
+    """Each partition's claims against the Delta commit it wrote (one per partition, in key order); the truth."""
     path = str(dev.data / PARTITIONED)
     with dg.DagsterInstance.from_config(str(dev.home)) as instance:
         for record in records:
             run = instance.get_run_by_id(record.run_id)
             assert run is not None
             assert run.tags.get("dagster/backfill") == backfill_id
-    by_partition = {r.asset_materialization.partition: r for r in records if r.asset_materialization}
+    by_partition = {str(r.partition_key): r for r in records}
     assert sorted(by_partition) == list(PARTITIONS)
     commits = _commits(DeltaTable(path))
     assert len(commits) == len(PARTITIONS), [c["operation"] for c in commits]
@@ -169,6 +176,7 @@ def _check_partitions(dev: DagsterDev, records: list[dg.EventLogRecord], backfil
     assert claimed == truth
     # a fresh table: what each partition inserted is what the table holds in that partition
     assert {key: claimed[key][constants.ROWS_INSERTED] for key in PARTITIONS} == {k: in_table[k] for k in PARTITIONS}
+    return truth
 
 
 def _claims(record: dg.EventLogRecord) -> dict[str, Any]:
