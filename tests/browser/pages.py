@@ -66,7 +66,7 @@ def skip_community_dialog(driver: WebDriver) -> None:
     until(driver, "the community dialog to close", ec.invisibility_of_element_located(button("Skip")))
 
 
-def lineage_tables(driver: WebDriver, base_url: str) -> dict[str, set[str]]:
+def lineage_tables(driver: WebDriver) -> dict[str, set[str]]:
     """Open Lineage, unfold every group in the sidebar, select each asset; ``{group: {asset key}}``.
 
     The sidebar shows only the last part of a key (``orders`` twice), so each asset is selected
@@ -118,16 +118,16 @@ def _select(driver: WebDriver, label: tuple[str, str]) -> str:
     return unquote(urlparse(driver.current_url).path).split("/asset-groups/", 1)[1]
 
 
-def materialize_unpartitioned(driver: WebDriver, base_url: str, key: str) -> str:
-    """Asset page → Materialize; the id prefix of the run the toast announces."""
-    _open_asset(driver, base_url, key)
+def materialize_unpartitioned(driver: WebDriver, key: str) -> str:
+    """Catalog → the asset → Materialize; the id prefix of the run the toast announces."""
+    _open_asset(driver, key)
     click(driver, button("Materialize"))
     return _toast_id(driver, "Launched run")
 
 
-def backfill_range(driver: WebDriver, base_url: str, key: str, first: str, last: str, count: int) -> str:
-    """Asset page → Materialize… → partitions ``first`` to ``last`` (``count``) → Launch backfill; its id."""
-    _open_asset(driver, base_url, key)
+def backfill_range(driver: WebDriver, key: str, first: str, last: str, count: int) -> str:
+    """Catalog → the asset → Materialize… → partitions ``first`` to ``last`` (``count``) → Launch backfill; its id."""
+    _open_asset(driver, key)
     click(driver, button("Materialize", starts=True))
     # the partition selector: its text box takes the range syntax its placeholder shows
     selector = (By.CSS_SELECTOR, "[role='dialog'] input[placeholder^='ex: ']")
@@ -140,8 +140,10 @@ def backfill_range(driver: WebDriver, base_url: str, key: str, first: str, last:
     return _toast_id(driver, "Created backfill")
 
 
-def _open_asset(driver: WebDriver, base_url: str, key: str) -> None:
-    driver.get(f"{base_url}/assets/{key}")
+def _open_asset(driver: WebDriver, key: str) -> None:
+    """Catalog (the navigation bar) → the asset's row, named by its whole key (``a / b / c``)."""
+    click(driver, (By.XPATH, "//a[normalize-space()='Catalog']"))
+    click(driver, (By.CSS_SELECTOR, f"a[href='/assets/{key}']"))
     # the breadcrumbs fold a long key's middle into "…": wait on its last part, as a user reads it
     last = key.rsplit("/", 1)[-1]
     crumb = (By.XPATH, f"//ul[li//*[@title='Assets']]/li[last()]//*[@title='{last}']")
@@ -163,9 +165,9 @@ def wait_materialized(driver: WebDriver) -> None:
     until(driver, "the asset page to show the materialization", ec.invisibility_of_element_located(never))
 
 
-def open_partitions(driver: WebDriver, base_url: str, key: str, count: int) -> None:
+def open_partitions(driver: WebDriver, key: str, count: int) -> None:
     """The asset's Partitions tab, once its status filter reads ``Materialized (count)``."""
-    _open_asset(driver, base_url, key)
+    _open_asset(driver, key)
     click(driver, (By.XPATH, "//a[@role='tab'][normalize-space()='Partitions']"))
     materialized = (By.XPATH, f"//*[normalize-space()='Materialized ({count})']")
     until(driver, f"the Partitions tab to count {count} materialized", ec.visibility_of_element_located(materialized))

@@ -89,18 +89,18 @@ def _drive(dev: DagsterDev, driver: WebDriver, shots: Shots) -> tuple[str, str, 
     if dev.graphql("{ shouldShowNux }")["shouldShowNux"]:
         shots.take("community dialog")
         pages.skip_community_dialog(driver)
-    found = pages.lineage_tables(driver, dev.url)
+    found = pages.lineage_tables(driver)
     shots.take("lineage")
     assert {g: keys for g, keys in found.items() if g != constants.SOURCES_GROUP} == example_tables()
 
-    run_prefix = pages.materialize_unpartitioned(driver, dev.url, UNPARTITIONED)
+    run_prefix = pages.materialize_unpartitioned(driver, UNPARTITIONED)
     shots.take("materialize launched")
     status = wait_until(lambda: _run_finished(dev, run_prefix), RUN_TIMEOUT, f"run {run_prefix} to finish")
     assert status == dg.DagsterRunStatus.SUCCESS, dev.log_tail()
     pages.wait_materialized(driver)
     shots.take("materialized")
 
-    backfill_id = pages.backfill_range(driver, dev.url, PARTITIONED, PARTITIONS[0], PARTITIONS[-1], len(PARTITIONS))
+    backfill_id = pages.backfill_range(driver, PARTITIONED, PARTITIONS[0], PARTITIONS[-1], len(PARTITIONS))
     shots.take("backfill launched")
     status = wait_until(
         lambda: (s := dev.backfill_status(backfill_id)) not in BACKFILL_LIVE and s,
@@ -108,7 +108,7 @@ def _drive(dev: DagsterDev, driver: WebDriver, shots: Shots) -> tuple[str, str, 
         f"backfill {backfill_id} to finish",
     )
     assert status == "COMPLETED_SUCCESS", dev.log_tail()
-    pages.open_partitions(driver, dev.url, PARTITIONED, len(PARTITIONS))
+    pages.open_partitions(driver, PARTITIONED, len(PARTITIONS))
     shots.take("partitions materialized")
     shown = {}
     for key in PARTITIONS:
