@@ -57,26 +57,30 @@ def deployment(tmp_path: Path) -> Iterator[DagsterDev]:
         yield dev
 
 
-def test_user_materializes_and_backfills_the_example_in_the_ui(deployment: DagsterDev, request: Any) -> None:
-    dev, started = deployment, time.monotonic()
+def test_user_materializes_and_backfills_the_example_in_the_ui(
+    deployment: DagsterDev, request: pytest.FixtureRequest
+) -> None:
+    dev = deployment
     every_table = set().union(*example_tables().values())
     assert _materializations(dev, every_table) == {key: [] for key in every_table}, "not a fresh instance"
     assert not dev.data.exists(), "a fresh clone: nothing landed, no table"  # the first run lands batch 1
     with chromium() as driver:
         shots = Shots(driver, ARTIFACTS / request.node.name)
         try:
-            run_prefix, backfill_id, shown = _drive(dev, driver, shots)
-        except BaseException:
-            shots.take("failure")
+            try:
+                run_prefix, backfill_id, shown = _drive(dev, driver, shots)
+            except BaseException:
+                shots.take("failure")
+                raise
+            events = _materializations(dev, every_table)
+            assert {k: len(v) for k, v in events.items()} == {k: _expected_count(k) for k in every_table}
+            _check_unpartitioned(dev, events[UNPARTITIONED], run_prefix)
+            truth = _check_partitions(dev, events[PARTITIONED], backfill_id)
+            # and the UI shows the true counts: what a user reads on the Partitions tab
+            assert shown == {key: {k: str(truth[key][k]) for k in SHOWN} for key in PARTITIONS}
+            (shots.folder / "wall-time.txt").write_text(f"{time.monotonic() - dev.started:.1f} s\n")
+        finally:
             shutil.copyfile(dev.log, shots.folder / "dagster-dev.log")
-            raise
-    events = _materializations(dev, every_table)
-    assert {k: len(v) for k, v in events.items()} == {k: _expected_count(k) for k in every_table}
-    _check_unpartitioned(dev, events[UNPARTITIONED], run_prefix)
-    truth = _check_partitions(dev, events[PARTITIONED], backfill_id)
-    # and the UI shows the true counts: what a user reads on the Partitions tab
-    assert shown == {key: {k: str(truth[key][k]) for k in SHOWN} for key in PARTITIONS}
-    (shots.folder / "wall-time.txt").write_text(f"{time.monotonic() - started:.1f} s\n")
 
 
 def _expected_count(key: str) -> int:

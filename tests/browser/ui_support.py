@@ -98,6 +98,8 @@ class DagsterDev:
     port: int
     process: subprocess.Popen[bytes]
     env: dict[str, str] = field(repr=False)
+    started: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when ``dagster dev`` was started."""
 
     @property
     def url(self) -> str:
