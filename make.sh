@@ -101,10 +101,26 @@ ensure_java() {
   fi
 }
 
+ensure_browser() {
+  # The real-browser UI test (tests/browser) drives Debian's Chromium through its chromedriver, so
+  # Selenium never downloads a browser or a driver.
+  if command -v chromium >/dev/null && [[ -x /usr/bin/chromedriver ]]; then
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing Chromium and chromedriver (Debian packages) for the browser test..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "warning: Chromium is not installed and this user cannot apt-get it; the browser test will skip (and fail under CI)" >&2
+  fi
+}
+
 test() {
   install dev,oracle
   ensure_postgres
   ensure_java
+  ensure_browser
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests benchmarks
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster
