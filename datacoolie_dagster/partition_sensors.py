@@ -23,7 +23,12 @@ the touched partitions are requested as a backfill would: contiguous keys in one
   kept, so its change is seen once it is readable. An unreadable cursor raises
   :class:`~datacoolie_dagster.sensors.SensorCursorError`.
 * Not sensed: tables opted out with ``configure.dagster.sensor: false``, function sources, database
-  sources without a watermark column, and tables without a window column.
+  sources without a watermark column, tables without a window column, and tables loaded with
+  ``append`` or ``overwrite``. A partition run replays its window with the table's load strategy
+  (as a DataCoolie replay does), so only ``merge_upsert``, ``merge_overwrite`` and ``scd2`` can run
+  a window again without harm: a second ``append`` of a window would add its old rows again, an
+  ``overwrite`` would replace the whole table by one window. Their stage job's loads still mark the
+  partitions they touch.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ from datacoolie_dagster.tables import SourceRef, source_refs
 from datacoolie_dagster.touched import column_window_spec, partition_rows
 
 PARTITION_SENSOR_NAME = "datacoolie_partitions"
+REPLAYABLE_LOAD_TYPES = frozenset({"merge_upsert", "merge_overwrite", "scd2"})
+"""Load types for which a window run again is harmless: the sensor requests only their tables."""
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 _GRAINS = {"minutes": "minute", "hours": "hour", "days": "day", "weeks": "day", "months": "month", "years": "month"}
@@ -140,12 +147,17 @@ def build_partition_sensors(
     return [_sensor]
 
 
+def replays_safely(dataflows: Sequence[DataFlow]) -> bool:
+    """Whether running a window again leaves the table as one run would (see the module docstring)."""
+    return all(d.destination.load_type in REPLAYABLE_LOAD_TYPES for d in dataflows)
+
+
 def partitioned_tables(assets: Sequence[TableAsset]) -> list[PartitionedTable]:
     """The tables the partition sensor watches (see the module docstring for what is left out). No I/O."""
     sensed = []
     for asset in assets:
         table, partitioning = asset.table, asset.partitioning
-        if partitioning is None or not triggers_enabled(table):
+        if partitioning is None or not triggers_enabled(table) or not replays_safely(table.dataflows):
             continue
         follows_upstream = asset.spec.automation_condition is not None
         sources = []

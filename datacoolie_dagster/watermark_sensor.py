@@ -6,7 +6,10 @@ replay, any path — the tables reading that destination are requested:
 
 * unpartitioned readers together in ONE run (the multi-asset orders them along the lineage);
 * a partitioned reader once per window between the old and the new watermark, on the reader's
-  window column (``chunk_column``): the windows the moved rows can fall into.
+  window column (``chunk_column``): the windows the moved rows can fall into — unless the partition
+  sensor (:mod:`~datacoolie_dagster.partition_sensors`) watches that reader: it reads the change
+  itself and requests exactly the windows its rows touched (late ones included), so this sensor
+  leaves the reader to it rather than request approximate windows a second time.
 
 **Not sensed twice.** A Dagster run that writes a table records a materialization whose
 ``datacoolie/dataflow_run_ids`` names the dataflow runs that wrote it, and Dagster's automation
@@ -39,6 +42,7 @@ import dagster as dg
 from datacoolie_core.errors import WatermarkError
 from datacoolie_dagster import constants
 from datacoolie_dagster.assets import TableAsset
+from datacoolie_dagster.partition_sensors import partitioned_tables
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError, triggers_enabled
 from datacoolie_dagster.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
 
@@ -55,6 +59,7 @@ class WatchedDataflow:
     dataflow_id: str
     table_key: dg.AssetKey
     readers: tuple[TableAsset, ...]
+    """Readers to request; those the partition sensor watches are left out."""
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,12 @@ class WatermarkEvaluation:
 def watched_dataflows(assets: Sequence[TableAsset]) -> list[WatchedDataflow]:
     """Every dataflow writing a table that another (triggerable) table reads. No I/O."""
     by_table = {a.table.key: a for a in assets}
+    # without an automation condition the partition sensor also watches a reader's DataCoolie sources
+    partition_sensed = {t.asset_key for t in partitioned_tables(assets)}
     readers: dict[str, list[TableAsset]] = {}
     for asset in assets:
-        if triggers_enabled(asset.table):
+        left_to_partition_sensor = asset.spec.key in partition_sensed and asset.spec.automation_condition is None
+        if triggers_enabled(asset.table) and not left_to_partition_sensor:
             for upstream in asset.table.upstream:
                 readers.setdefault(upstream, []).append(asset)
     return [

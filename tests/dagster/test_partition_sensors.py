@@ -48,8 +48,12 @@ DAYS = {"start": "2024-01-01", "chunk_interval": {"days": 1}, "chunk_column": "t
 FILES_KEY, EVENTS_KEY, CUSTOMERS_KEY = "bronze/sales/orders_by_month", "bronze/events_by_day", "bronze/customers"
 
 
-def _flow(name: str, source: dict[str, Any], table: str, dagster: dict[str, Any]) -> dict[str, Any]:
-    destination = {"connection_name": "bronze", "table": table, "load_type": "append"}
+def _flow(
+    name: str, source: dict[str, Any], table: str, dagster: dict[str, Any], key: str | None = None
+) -> dict[str, Any]:
+    """A dataflow into ``bronze``: merged on ``key`` (a window can run again), else appended."""
+    load = {"load_type": "merge_upsert", "merge_keys": [key]} if key else {"load_type": "append"}
+    destination = {"connection_name": "bronze", "table": table, **load}
     if "/" in table:
         schema, table = table.split("/")
         destination |= {"schema_name": schema, "table": table}
@@ -73,14 +77,14 @@ def metadata(max_partitions_per_run: int | None = None) -> dict[str, Any]:
             _flow("orders_by_month",
                   {"connection_name": "landing", "schema_name": "sales", "table": "orders",
                    "watermark_columns": ["updated_at"]},
-                  "sales/orders_by_month", {"partitions": MONTHS, **batch}),
+                  "sales/orders_by_month", {"partitions": MONTHS, **batch}, key="order_id"),
             _flow("events_by_day", {"connection_name": "raw", "table": "events", "watermark_columns": ["ts"]},
-                  "events_by_day", {"partitions": DAYS}),
+                  "events_by_day", {"partitions": DAYS}, key="event_id"),
             _flow("customers_by_month",
                   {"connection_name": "crm", "table": "customers", "watermark_columns": ["updated_at"]},
-                  "customers", {"partitions": MONTHS}),
+                  "customers", {"partitions": MONTHS}, key="customer_id"),
             _flow("audit_by_month", {"connection_name": "landing", "table": "audit", "watermark_columns": ["ts"]},
-                  "audit", {"partitions": {**MONTHS, "chunk_column": "ts"}, "sensor": False}),
+                  "audit", {"partitions": {**MONTHS, "chunk_column": "ts"}, "sensor": False}, key="ts"),
             _flow("orders_unpartitioned", {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
                   "orders_all", {}),
         ],
@@ -177,6 +181,17 @@ def test_sensed_tables_are_the_partitioned_ones_with_a_window_column_not_opted_o
     assert {t.name: [s.column for s in t.sources] for t in sensed}[FILES_KEY] == ["created_at"]
 
 
+@pytest.mark.parametrize("load_type", ["append", "overwrite"])
+def test_a_table_a_window_replay_would_damage_is_not_sensed(root: Path, load_type: str) -> None:
+    """A second append of a window adds its rows again; an overwrite keeps only the window."""
+    document = metadata()
+    for flow in document["dataflows"]:
+        flow["destination"] = {k: v for k, v in flow["destination"].items() if k != "merge_keys"}
+        flow["destination"]["load_type"] = load_type
+    (root / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    assert partitioned_tables(table_assets(root)) == []
+
+
 def test_the_code_location_registers_the_sensor(root: Path) -> None:
     defs = build_definitions(root / "metadata.json", include_jobs=False)
     sensor = defs.resolve_sensor_def(PARTITION_SENSOR_NAME)
@@ -196,6 +211,7 @@ def test_a_datacoolie_source_is_sensed_unless_automation_follows_it(root: Path, 
             },
             "silver_orders",
             {"partitions": MONTHS},
+            key="order_id",
         )
     )
     document["dataflows"][-1]["destination"]["connection_name"] = "silver"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import dagster as dg
 import pytest
 
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.partition_sensors import PARTITION_SENSOR_NAME
 from datacoolie_dagster.sensors import AUTOMATION_SENSOR_NAME, TRIGGER_TAG
 from datacoolie_dagster.watermark_sensor import WATERMARK_SENSOR_NAME
 from tests.dagster.cli_support import BIN, REPOSITORY
@@ -81,10 +83,16 @@ def cursor_of(instance: dg.DagsterInstance, name: str) -> str | None:
 def runs_of(instance: dg.DagsterInstance) -> Counter[tuple[str, str | None, str | None]]:
     """``(table, partition, trigger)`` of every run, each counted."""
     return Counter(
-        (key.to_user_string(), run.tags.get("dagster/partition"), run.tags.get(TRIGGER_TAG))
+        (key.to_user_string(), _partitions(run.tags), run.tags.get(TRIGGER_TAG))
         for run in instance.get_runs()
         for key in run.asset_selection or []
     )
+
+
+def _partitions(tags: Mapping[str, str]) -> str | None:
+    """A run's partition, or its partition range as ``first..last``."""
+    start, end = tags.get("dagster/asset_partition_range_start"), tags.get("dagster/asset_partition_range_end")
+    return f"{start}..{end}" if start and end else tags.get("dagster/partition")
 
 
 def all_finished(instance: dg.DagsterInstance) -> bool:
@@ -107,35 +115,37 @@ def test_a_cli_load_runs_each_reader_once_across_a_crash(
     monkeypatch.chdir(tmp_path)
     daemon, defs = start(tmp_path, instance_settings)
     log = tmp_path / "daemon.log"
+    # orders_monthly reads the unpartitioned bronze table: the partition sensor requests the windows
+    # its new rows fall in (one range run), the watermark sensor the rest
     expected = Counter(
-        {(ORDERS, None, "watermark"): 1, (ORDERS_MONTHLY, "2024-01", "watermark"): 1,
-         (ORDERS_MONTHLY, "2024-02", "watermark"): 1, (EVENTS_MONTHLY, "2024-01", "watermark"): 1}
+        {(ORDERS, None, "watermark"): 1, (ORDERS_MONTHLY, "2024-01..2024-02", "partition_sensor"): 1,
+         (EVENTS_MONTHLY, "2024-01", "watermark"): 1}
     )  # fmt: skip
 
     with running(daemon, crash=True), daemon.instance() as instance:
         wait_until(lambda: cursor_of(instance, WATERMARK_SENSOR_NAME) is not None, TIMEOUT, "the first cursor", log)
         cli_run(daemon)
-        wait_until(lambda: sum(runs_of(instance).values()) >= 4, TIMEOUT, "the readers requested", log)
-        settle(daemon, instance, WATERMARK_SENSOR_NAME)
+        wait_until(lambda: sum(runs_of(instance).values()) >= 3, TIMEOUT, "the readers requested", log)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME, PARTITION_SENSOR_NAME)
     with daemon.instance() as instance:
         assert runs_of(instance) == expected
         assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in instance.get_runs())
 
     # SIGKILLed above; restarted: the cursor holds, nothing is requested again
     with running(daemon, crash=True), daemon.instance() as instance:
-        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME, PARTITION_SENSOR_NAME)
         assert runs_of(instance) == expected
 
         # a Dagster run of the upstream: silver/sales/orders follows by eager(), not by the sensor
         land(tmp_path, "sales/orders", LATE_ORDERS, batch=2)
         assert materialize(defs, instance, ["bronze/sales/orders"]).success
         wait_until(lambda: (ORDERS, None, "automation") in runs_of(instance), TIMEOUT, "the automation run", log)
-        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME, PARTITION_SENSOR_NAME)
         after = runs_of(instance) - expected
     # (the test's in-process run of bronze/sales/orders records no asset selection: not counted)
+    # the late March order: exactly its window, not the windows between the old and new watermark
     assert after == Counter(
-        {(ORDERS, None, "automation"): 1, (ORDERS_MONTHLY, "2024-02", "watermark"): 1,
-         (ORDERS_MONTHLY, "2024-03", "watermark"): 1}
+        {(ORDERS, None, "automation"): 1, (ORDERS_MONTHLY, "2024-03", "partition_sensor"): 1}
     ), log.read_text()[-3000:]  # fmt: skip
 
 

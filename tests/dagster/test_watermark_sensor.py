@@ -18,6 +18,7 @@ import pytest
 
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.partition_sensors import PARTITION_SENSOR_NAME
 from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
 from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
@@ -28,6 +29,7 @@ from tests.dagster.watermark_support import DAYS, LATE_ORDERS, deploy
 
 ORDERS, ORDERS_MONTHLY = "silver/sales/orders", "silver/sales/orders_monthly"
 EVENTS_MONTHLY = "silver/sales/events_monthly"
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
 @pytest.fixture
@@ -50,6 +52,12 @@ def cli_run(root: Path, stage: str = "landing2bronze") -> None:
 def tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> Any:
     """One evaluation of the watermark sensor, as the daemon runs it."""
     (sensor,) = [s for s in defs.sensors or [] if s.name == WATERMARK_SENSOR_NAME]
+    return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
+
+
+def tick_partitions(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> Any:
+    """One evaluation of the partition sensor."""
+    (sensor,) = [s for s in defs.sensors or [] if s.name == PARTITION_SENSOR_NAME]
     return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
 
 
@@ -134,12 +142,8 @@ def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, 
 
     cli_run(lake)  # orders Jan 5, Feb 5, Feb 7; events Jan 29-31: nothing stored before
     data = tick(defs, instance, first.cursor)
-    assert requested(data) == [
-        (EVENTS_MONTHLY, "2024-01"),
-        (ORDERS, None),
-        (ORDERS_MONTHLY, "2024-01"),
-        (ORDERS_MONTHLY, "2024-02"),
-    ]
+    # orders_monthly (partitioned, reading the unpartitioned bronze table) is the partition sensor's
+    assert requested(data) == [(EVENTS_MONTHLY, "2024-01"), (ORDERS, None)]
     assert all(r.tags[TRIGGER_TAG] == "watermark" and r.tags[AUTOMATED_TAG] == "true" for r in data.run_requests)
     assert all(r.job_name == "__ASSET_JOB" for r in data.run_requests)
     # the cursor lost (a crash before it was saved): the same change maps to the same run keys
@@ -151,7 +155,21 @@ def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, 
     land(lake, "sales/orders", LATE_ORDERS, batch=2)  # March
     cli_run(lake)
     later = tick(defs, instance, data.cursor)
-    assert requested(later) == [(ORDERS, None), (ORDERS_MONTHLY, "2024-02"), (ORDERS_MONTHLY, "2024-03")]
+    assert requested(later) == [(ORDERS, None)]
+
+
+def test_a_partitioned_reader_of_an_unpartitioned_table_is_left_to_the_partition_sensor(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    """One change, one request: the partition sensor reads the rows and asks for exactly their windows."""
+    cursor = tick_partitions(defs, instance, None).cursor
+    cli_run(lake)  # orders Jan 5, Feb 5, Feb 7
+    data = tick_partitions(defs, instance, cursor)
+    assert [(r.tags.get(RANGE_START), r.tags.get(RANGE_END)) for r in data.run_requests] == [("2024-01", "2024-02")]
+    land(lake, "sales/orders", LATE_ORDERS, batch=2)  # March 2: the watermark sensor would guess Feb..Mar
+    cli_run(lake)
+    later = tick_partitions(defs, instance, data.cursor)
+    assert [r.partition_key for r in later.run_requests] == ["2024-03"]
 
 
 def test_watermarks_stored_before_the_first_evaluation_are_not_changes(
@@ -171,8 +189,9 @@ def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
     assert materialize(defs, instance, ["bronze/sales/orders"]).success
     data = tick(defs, instance, cursor)
     # silver/sales/orders follows the materialization by eager(); the monthly reader has no
-    # automation over an unpartitioned table, so the sensor is what requests its windows
-    assert requested(data) == [(ORDERS_MONTHLY, "2024-01"), (ORDERS_MONTHLY, "2024-02")]
+    # automation over an unpartitioned table: the partition sensor requests its windows
+    assert requested(data) == []
+    assert "the automation follows it" in (data.skip_message or "")
     automation = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=automation.cursor)
     assert automation.get_requested_partitions(dg.AssetKey.from_user_string(ORDERS)) == {None}
 

@@ -45,9 +45,9 @@ def _flow(name: str, stage: str, source: tuple[str, str], destination: tuple[str
     } | extra  # fmt: skip
 
 
-def _partitioned(start: str, end: str, unit: str) -> dict[str, Any]:
+def _partitioned(start: str, end: str, unit: str, **settings: Any) -> dict[str, Any]:
     partitions = {"start": start, "end": end, "chunk_interval": {unit: 1}, "chunk_column": "updated_at"}
-    return {"configure": {"dagster": {"partitions": partitions}}}
+    return {"configure": {"dagster": {"partitions": partitions, **settings}}}
 
 
 def document() -> dict[str, Any]:
@@ -57,14 +57,14 @@ def document() -> dict[str, Any]:
           for n in ("bronze", "silver")),
     ]  # fmt: skip
     dataflows = [
-        # not source-sensed: in these tests only a CLI run or the test itself loads bronze
+        # bronze is not source-sensed (sensor: false): in these tests only a CLI run or the test loads it
         _flow("orders_to_bronze", "landing2bronze", ("landing", "orders"), ("bronze", "orders"),
               configure={"dagster": {"sensor": False}}),
         _flow("orders_to_silver", "bronze2silver", ("bronze", "orders"), ("silver", "orders")),
         _flow("orders_monthly", "bronze2silver", ("bronze", "orders"), ("silver", "orders_monthly"),
               **_partitioned("2024-01-01", "2024-04-01", "months")),
         _flow("events_daily", "landing2bronze", ("landing", "events"), ("bronze", "events"),
-              **_partitioned("2024-01-29", "2024-02-01", "days")),
+              **_partitioned("2024-01-29", "2024-02-01", "days", sensor=False)),
         _flow("events_monthly", "bronze2silver", ("bronze", "events"), ("silver", "events_monthly"),
               **_partitioned("2024-01-01", "2024-02-01", "months")),
     ]  # fmt: skip
