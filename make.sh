@@ -25,6 +25,15 @@ install() {
   touch "$stamp"
 }
 
+record_in_ui_instance() {
+  # When the UI's instance exists (./make.sh ui made it), the CLI runs record what they build there
+  # (docs/catalog.md): the UI then shows the tables and partitions loaded by ./make.sh example.
+  if [[ -z "${DAGSTER_HOME:-}" && -f .dagster/dagster.yaml ]]; then
+    export DAGSTER_HOME="$PWD/.dagster"
+    echo "== recording the runs in the UI's Dagster instance: $DAGSTER_HOME"
+  fi
+}
+
 example() {
   # The bundled example end to end, in ./data (docs/example.md): land a batch of source files (a new
   # batch on every call: new orders, updated orders, a late file of Q1 orders), run both stages
@@ -35,6 +44,7 @@ example() {
   install
   local metadata=datacoolie_dagster/example/metadata.json
   local state=(--state-path data/state --log-path data/logs)
+  record_in_ui_instance
   "$VENV/bin/datacoolie" validate "$metadata"
   echo "== land the next batch of source files (docs/example.md)"
   "$VENV/bin/python" -m datacoolie_dagster.example.generate --root data
@@ -121,9 +131,9 @@ test() {
   ensure_postgres
   ensure_java
   ensure_browser
-  "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster tests benchmarks
-  "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster tests benchmarks
-  "$VENV/bin/mypy" datacoolie_core datacoolie_dagster
+  "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
+  "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
+  "$VENV/bin/mypy" datacoolie_core datacoolie_dagster datacoolie_dagster_hook
   "$VENV/bin/python" -m pytest "$@"
 }
 

@@ -212,6 +212,8 @@ def _execute(command: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     program, *args = command
     if program == "echo":
         print(*args)
+    elif program == "record_in_ui_instance":  # sets DAGSTER_HOME only when ./.dagster exists: not in tmp_path
+        assert not Path(".dagster").exists()
     elif program == "$VENV/bin/datacoolie":
         assert datacoolie(args) == 0, command
     elif program == "$VENV/bin/python" and args[:2] == ["-m", "datacoolie_dagster.example.generate"]:
