@@ -6,10 +6,11 @@ replay, any path — the tables reading that destination are requested:
 
 * unpartitioned readers together in ONE run (the multi-asset orders them along the lineage);
 * a partitioned reader once per window between the old and the new watermark, on the reader's
-  window column (``chunk_column``): the windows the moved rows can fall into — unless the partition
-  sensor (:mod:`~datacoolie_dagster.partition_sensors`) watches that reader: it reads the change
-  itself and requests exactly the windows its rows touched (late ones included), so this sensor
-  leaves the reader to it rather than request approximate windows a second time.
+  window column (``chunk_column``): the windows the moved rows can fall into. Only readers loaded
+  with ``merge_upsert``, ``merge_overwrite`` or ``scd2``: a window run again would append its rows a
+  second time, or overwrite the table with one window (see :mod:`.partition_sensors`). And not the
+  readers the partition sensor watches: it reads the change itself and requests exactly the windows
+  its rows touched (late ones included), so this sensor does not request approximate ones as well.
 
 **Not sensed twice.** A Dagster run that writes a table records a materialization whose
 ``datacoolie/dataflow_run_ids`` names the dataflow runs that wrote it, and Dagster's automation
@@ -42,7 +43,7 @@ import dagster as dg
 from datacoolie_core.errors import WatermarkError
 from datacoolie_dagster import constants
 from datacoolie_dagster.assets import TableAsset
-from datacoolie_dagster.partition_sensors import partitioned_tables
+from datacoolie_dagster.partition_sensors import partitioned_tables, replays_safely
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError, triggers_enabled
 from datacoolie_dagster.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
 
@@ -193,6 +194,8 @@ def plan_requests(
                 notes.append(f"{name}: {change.token} was written by a Dagster run, the automation follows it")
             elif reader.partitioning is None:
                 whole.setdefault(reader.spec.key, []).append(change.token)
+            elif not replays_safely(reader.table.dataflows):
+                notes.append(f"{name}: a window of an append/overwrite table is not run again; its stage job loads it")
             else:
                 keys, problem = windows_between(reader.partitioning, change.old, change.new.text)
                 notes.extend([f"{name}: {problem}"] if problem else [])

@@ -172,6 +172,23 @@ def test_a_partitioned_reader_of_an_unpartitioned_table_is_left_to_the_partition
     assert [r.partition_key for r in later.run_requests] == ["2024-03"]
 
 
+def test_a_window_of_an_append_table_is_never_requested_again(lake: Path, instance: dg.DagsterInstance) -> None:
+    """A second run of an appended window would add its rows twice: such readers are left to their stage job."""
+    deploy(lake)
+    document = json.loads((lake / "metadata.json").read_text(encoding="utf-8"))
+    for flow in document["dataflows"]:
+        flow["destination"] = {k: v for k, v in flow["destination"].items() if k != "merge_keys"}
+        flow["destination"]["load_type"] = "append"
+    (lake / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    defs = build_definitions(lake / "metadata.json", state_base_path=lake / "state")
+    first = tick(defs, instance, None)
+    cli_run(lake)
+    data = tick(defs, instance, first.cursor)
+    # only the unpartitioned reader (an incremental run appends only new rows); no monthly window
+    assert requested(data) == [(ORDERS, None)]
+    assert PARTITION_SENSOR_NAME not in {s.name for s in defs.sensors or []}  # nothing for it either
+
+
 def test_watermarks_stored_before_the_first_evaluation_are_not_changes(
     lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
 ) -> None:
