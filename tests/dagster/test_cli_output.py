@@ -10,7 +10,9 @@ import pytest
 
 from tests.dagster.cli_support import REPOSITORY, Deployment, deploy, explain
 
-SENSORS = ("datacoolie_sources", "datacoolie_automation", "datacoolie_retry_sensor", "datacoolie_asset_retry_sensor")
+STOPPED = ("datacoolie_sources", "datacoolie_automation", "datacoolie_watermarks", "datacoolie_partitions")
+RUNNING = ("datacoolie_retry_sensor", "datacoolie_asset_retry_sensor")
+SENSORS = STOPPED + RUNNING
 
 
 @pytest.mark.slow
@@ -25,12 +27,12 @@ def test_tick_says_what_it_did_without_noise(tmp_path: Path) -> None:
 
     assert result.returncode == 0, explain(result)
     printed = result.stdout.splitlines()
-    for sensor in ("datacoolie_sources", "datacoolie_automation"):  # stopped by default
+    for sensor in STOPPED:  # stopped by default
         assert (
             f"sensor '{sensor}': not evaluated: stopped (start it in the UI, or: dagster sensor start {sensor})"
             in printed
         )
-    for sensor in ("datacoolie_retry_sensor", "datacoolie_asset_retry_sensor"):  # running by default
+    for sensor in RUNNING:  # running by default
         assert f"sensor '{sensor}': skipped: Sensor function returned an empty result" in printed
     assert len(printed) == len(SENSORS), explain(result)
     output = result.stdout + result.stderr

@@ -114,7 +114,7 @@ def test_the_replay_windows_and_the_partitions_select_on_the_partition_column() 
     (dataflow,) = [d for d in document["dataflows"] if d["name"] == "orders_bronze_to_silver"]
     (partition,) = dataflow["destination"]["partition_columns"]
     dagster = dataflow["configure"]["dagster"]["partitions"]
-    replay = _flags(next(c for c in example_commands() if c[1] == "replay"))
+    replay = _flags(next(c for c in example_commands() if c[1:2] == ["replay"]))
     assert partition == {"column": "order_month", "expression": "DATE_FORMAT(created_at, 'yyyy-MM')"}
     assert dagster["chunk_column"] == replay["--chunk-column"] == "created_at"
     assert dagster["chunk_interval"] == json.loads(replay["--chunk-interval-json"]) == {"months": 1}
@@ -143,7 +143,7 @@ def test_the_example_twice_keeps_one_row_per_order(
     assert (silver["order_month"] == silver["created_at"].dt.strftime("%Y-%m")).all()
 
     # a replay of 2024-01 as make.sh replays (one month): it rewrites exactly partition 2024-01
-    replay = next(c for c in example_commands() if c[1] == "replay")
+    replay = next(c for c in example_commands() if c[1:2] == ["replay"])
     one_month = _with_flags(replay, {"--start": "2024-01-01", "--end": "2024-02-01"})
     january = rewritten_by(lambda: _execute(one_month, monkeypatch))
     assert january == set(silver.filter(pl.col("order_month") == "2024-01")["order_id"])

@@ -141,10 +141,10 @@ def runs(data: Any, table: str | None = None) -> list[tuple[str, ...]]:
     return found
 
 
-def orders(*created: datetime, updated: datetime | None = None) -> pl.DataFrame:
+def orders(*created: datetime, updated: datetime | None = None, first_id: int = 0) -> pl.DataFrame:
     return pl.DataFrame(
         {
-            "order_id": list(range(len(created))),
+            "order_id": list(range(first_id, first_id + len(created))),
             "created_at": list(created),
             "updated_at": [updated or datetime(2024, 8, 1)] * len(created),
         }
@@ -548,7 +548,7 @@ def test_daemon_runs_the_landed_and_the_late_window_once_each_across_crashes(
         _, before_late = _sensor_state(instance)
 
     # a late file for 2024-02, seen after a restart
-    land(tmp_path, "sales/orders", orders(datetime(2024, 2, 14)), batch=2)
+    land(tmp_path, "sales/orders", orders(datetime(2024, 2, 14), first_id=100), batch=2)
     with running(daemon, crash=True), daemon.instance() as instance:
         wait_until(finished(2), 90, "the late 2024-02 run", log)
 
