@@ -216,3 +216,39 @@ def test_only_the_bundled_example_gets_the_land_job(tmp_path: Path, monkeypatch:
     finally:
         monkeypatch.delenv("DATACOOLIE_METADATA")
         importlib.reload(definitions)
+
+
+def requested_spans(data: dg.SensorExecutionData) -> list[tuple[str, str]]:
+    """``(first, last)`` partition of every requested run (a single partition: first == last)."""
+    spans = []
+    for request in data.run_requests or []:
+        tags = request.tags
+        single = request.partition_key or tags.get("dagster/partition")
+        start = tags.get("dagster/asset_partition_range_start", single)
+        spans.append((start, tags.get("dagster/asset_partition_range_end", single)))
+    return sorted(spans)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_a_landed_batch_requests_exactly_the_partitions_its_rows_fall_in(
+    project: Path, home_instance: dg.DagsterInstance
+) -> None:
+    """The README's step 4: land a batch in the UI; the partition sensor asks for its months, the late one too."""
+    defs = example_definitions()
+    sensor = defs.resolve_sensor_def("datacoolie_partitions")
+    materialize_all(defs, home_instance, FIRST_HALF)
+    seen = sensor.evaluate_tick(dg.build_sensor_context(instance=home_instance, definitions=defs))
+    assert requested_spans(seen) == [("2024-01", "2024-03"), ("2024-04", "2024-06")]  # bronze's first data
+
+    assert defs.resolve_job_def(LAND_JOB_NAME).execute_in_process(instance=home_instance).success  # batch 2
+    run(defs, home_instance, ["bronze/sales/orders"])  # what datacoolie_sources requests for the new files
+    data = sensor.evaluate_tick(dg.build_sensor_context(instance=home_instance, definitions=defs, cursor=seen.cursor))
+    # batch 2: new orders of 2024-07, updates of orders created in 2024-06, late orders created in 2024-02
+    assert requested_spans(data) == [("2024-02", "2024-02"), ("2024-06", "2024-07")]
+
+    for first, last in requested_spans(data):
+        run(defs, home_instance, [ORDERS], [first] if first == last else [first, last])
+    silver = rows("silver/sales/orders")
+    assert (silver.height, silver["order_id"].n_unique()) == (600 + NEW_ORDERS + LATE_ORDERS,) * 2  # late ones in
+    again = sensor.evaluate_tick(dg.build_sensor_context(instance=home_instance, definitions=defs, cursor=data.cursor))
+    assert requested_spans(again) == []
