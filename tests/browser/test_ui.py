@@ -25,7 +25,16 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from datacoolie_dagster import constants
 from datacoolie_dagster.example import METADATA_PATH
 from tests.browser import pages
-from tests.browser.ui_support import ARTIFACTS, DagsterDev, Shots, chromium, chromium_binary, dagster_dev, wait_until
+from tests.browser.ui_support import (
+    ARTIFACTS,
+    LOCATION_QUERY,
+    DagsterDev,
+    Shots,
+    chromium,
+    chromium_binary,
+    dagster_dev,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -37,6 +46,18 @@ RUN_TIMEOUT = 240  # a run or backfill on a loaded 2-core machine
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 BACKFILL_LIVE = {"REQUESTED", "CANCELING", "FAILING"}
 SHOWN = (constants.ROWS_INSERTED, constants.ROWS_UPDATED, "dagster/row_count")  # read off the Partitions tab
+LANDING_JOB, STAGE_JOB = "datacoolie_landing2bronze", "datacoolie_bronze2silver"
+MONTHS = tuple(f"2024-0{m}" for m in range(1, 7))  # batch 1's orders were created January to June 2024
+LAUNCH_RUN = """
+mutation($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
 
 
 def example_tables() -> dict[str, set[str]]:
@@ -78,9 +99,39 @@ def test_user_materializes_and_backfills_the_example_in_the_ui(
             truth = _check_partitions(dev, events[PARTITIONED], backfill_id)
             # and the UI shows the true counts: what a user reads on the Partitions tab
             assert shown == {key: {k: str(truth[key][k]) for k in SHOWN} for key in PARTITIONS}
+            _stage_job_marks_the_partitions_it_wrote(dev, driver, shots)
             (shots.folder / "wall-time.txt").write_text(f"{time.monotonic() - dev.started:.1f} s\n")
         finally:
             shutil.copyfile(dev.log, shots.folder / "dagster-dev.log")
+
+
+def _stage_job_marks_the_partitions_it_wrote(dev: DagsterDev, driver: WebDriver, shots: Shots) -> None:
+    """The incremental stage job loads all of bronze into silver: exactly the six months its rows fall in
+    are marked, in the instance and on the Partitions tab (launched as the Launchpad does, by GraphQL;
+    first ``landing2bronze``, which loads the customer snapshot ``bronze2silver`` also reads)."""
+    _launch_and_wait(dev, LANDING_JOB)
+    run_id = _launch_and_wait(dev, STAGE_JOB)
+    with dg.DagsterInstance.from_config(str(dev.home)) as instance:
+        key = dg.AssetKey.from_user_string(PARTITIONED)
+        assert instance.get_materialized_partitions(key) == set(MONTHS)
+        written = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=100).records
+        by_job = sorted(str(r.partition_key) for r in written if r.run_id == run_id)
+    months = pl.read_delta(str(dev.data / PARTITIONED))[PARTITION_COLUMN].unique().sort().to_list()
+    assert by_job == months == list(MONTHS)  # one per month its rows went to, nothing else
+    pages.open_partitions(driver, PARTITIONED, len(MONTHS))
+    shots.take("partitions after the stage job")
+
+
+def _launch_and_wait(dev: DagsterDev, job: str) -> str:
+    """Launch ``job`` with its default config (the daemon dequeues it); its run id, once it succeeded."""
+    (location,) = [e["name"] for e in dev.graphql(LOCATION_QUERY)["workspaceOrError"]["locationEntries"]]
+    selector = {"repositoryLocationName": location, "repositoryName": "__repository__", "jobName": job}
+    launched = dev.graphql(LAUNCH_RUN, {"params": {"selector": selector, "runConfigData": {}}})["launchRun"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id: str = launched["run"]["runId"]
+    status = wait_until(lambda: _run_finished(dev, run_id), RUN_TIMEOUT, f"{job} run {run_id} to finish")
+    assert status == dg.DagsterRunStatus.SUCCESS, dev.log_tail()
+    return run_id
 
 
 def _expected_count(key: str) -> int:
