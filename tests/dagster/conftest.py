@@ -18,8 +18,11 @@ import polars as pl
 import psycopg2
 import pytest
 
+from datacoolie_core import FileProvider
 from datacoolie_core.columns import TRAILING_COLUMNS
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.assets import TableAsset, build_table_assets
+from datacoolie_dagster.translator import DataCoolieTranslator
 from tests.support.postgres import postgres_url
 
 REPOSITORY = Path(__file__).parents[2]
@@ -198,3 +201,10 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
     """The messages of the run's step failures, joined."""
     errors = [event.step_failure_data.error for event in result.all_events if event.is_step_failure]
     return "\n".join(error.message for error in errors if error is not None)
+
+
+def table_assets(root: Path) -> list[TableAsset]:
+    """The table assets of ``root/metadata.json`` (default translator). No I/O beyond the metadata."""
+    provider = FileProvider(root / "metadata.json")
+    provider.initialize()
+    return build_table_assets(provider.get_dataflows(), DataCoolieTranslator())[0]

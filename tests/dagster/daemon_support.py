@@ -122,3 +122,21 @@ def wait_until(
         time.sleep(poll)
     tail = log.read_text()[-3000:] if log is not None and log.exists() else ""
     raise AssertionError(f"timed out after {timeout} s waiting for {what}\n{tail}")
+
+
+SENSED_CODE_LOCATION = """
+import dagster as dg
+from datacoolie_dagster import build_definitions
+
+defs = build_definitions(
+    "metadata.json",
+    state_base_path="state",
+    include_jobs=False,
+    sensor_interval_seconds=2,
+    sensor_status=dg.DefaultSensorStatus.RUNNING,
+)
+"""
+"""``defs.py`` of the sensor tests' code location: ``metadata.json`` beside it, every sensor running."""
+SENSED_WORKSPACE = (
+    "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
+)

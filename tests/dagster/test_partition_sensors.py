@@ -24,9 +24,8 @@ import psycopg2
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from datacoolie_core import FileProvider
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.assets import TableAsset, build_multi_assets, build_table_assets
+from datacoolie_dagster.assets import TableAsset, build_multi_assets
 from datacoolie_dagster.partition_sensors import (
     PARTITION_SENSOR_NAME,
     RANGE_END_TAG,
@@ -38,10 +37,11 @@ from datacoolie_dagster.partition_sensors import (
 from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
-from datacoolie_dagster.translator import DataCoolieTranslator
 from tests.dagster.cli_support import BIN
-from tests.dagster.conftest import InstanceSettings, land
+from tests.dagster.conftest import InstanceSettings, land, table_assets
 from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running, wait_until
+from tests.dagster.daemon_support import SENSED_CODE_LOCATION as CODE_LOCATION
+from tests.dagster.daemon_support import SENSED_WORKSPACE as WORKSPACE
 
 MONTHS = {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "created_at"}
 DAYS = {"start": "2024-01-01", "chunk_interval": {"days": 1}, "chunk_column": "ts"}
@@ -106,12 +106,6 @@ def write_metadata(root: Path, **options: Any) -> None:
 def instance() -> Iterator[dg.DagsterInstance]:
     with dg.instance_for_test() as test_instance:
         yield test_instance
-
-
-def table_assets(root: Path) -> list[TableAsset]:
-    provider = FileProvider(root / "metadata.json")
-    provider.initialize()
-    return build_table_assets(provider.get_dataflows(), DataCoolieTranslator())[0]
 
 
 def code_location(root: Path) -> tuple[dg.Definitions, dg.SensorDefinition]:
@@ -489,20 +483,6 @@ def test_an_update_requests_the_updated_rows_days_with_the_feed_the_rewritten_fi
 
 
 # --- a real daemon --------------------------------------------------------------------------------
-
-CODE_LOCATION = """
-import dagster as dg
-from datacoolie_dagster import build_definitions
-
-defs = build_definitions(
-    "metadata.json",
-    state_base_path="state",
-    include_jobs=False,
-    sensor_interval_seconds=2,
-    sensor_status=dg.DefaultSensorStatus.RUNNING,
-)
-"""
-WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
 
 
 def _sensor_state(instance: dg.DagsterInstance) -> tuple[int, str | None]:

@@ -21,8 +21,7 @@ import polars as pl
 import pytest
 from deltalake import write_deltalake
 
-from datacoolie_core import FileProvider
-from datacoolie_dagster.assets import TableAsset, build_multi_assets, build_table_assets
+from datacoolie_dagster.assets import TableAsset, build_multi_assets
 from datacoolie_dagster.resources import DataCoolieResource
 from datacoolie_dagster.sensors import (
     AUTOMATED_TAG,
@@ -35,9 +34,10 @@ from datacoolie_dagster.sensors import (
     sensed_tables,
     with_automation,
 )
-from datacoolie_dagster.translator import DataCoolieTranslator
-from tests.dagster.conftest import InstanceSettings, land
+from tests.dagster.conftest import InstanceSettings, land, table_assets
 from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
+from tests.dagster.daemon_support import SENSED_CODE_LOCATION as CODE_LOCATION
+from tests.dagster.daemon_support import SENSED_WORKSPACE as WORKSPACE
 
 PARTITIONS = {"partitions": {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "updated_at"}}
 ORDERS = pl.DataFrame({"order_id": [1, 2], "amount": [10.0, 20.0], "updated_at": [datetime(2024, 1, 5)] * 2})
@@ -141,12 +141,6 @@ def root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def instance() -> Iterator[dg.DagsterInstance]:
     with dg.instance_for_test() as test_instance:
         yield test_instance
-
-
-def table_assets(root: Path) -> list[TableAsset]:
-    provider = FileProvider(root / "metadata.json")
-    provider.initialize()
-    return build_table_assets(provider.get_dataflows(), DataCoolieTranslator())[0]
 
 
 def code_location(root: Path) -> tuple[dg.Definitions, dg.SensorDefinition]:
@@ -310,20 +304,6 @@ def test_downstream_follows_after_the_sensed_run_materializes(root: Path, instan
 
 
 # --- a real daemon --------------------------------------------------------------------------------
-
-CODE_LOCATION = """
-import dagster as dg
-from datacoolie_dagster import build_definitions
-
-defs = build_definitions(
-    "metadata.json",
-    state_base_path="state",
-    include_jobs=False,
-    sensor_interval_seconds=2,
-    sensor_status=dg.DefaultSensorStatus.RUNNING,
-)
-"""
-WORKSPACE = "load_from:\n  - python_file: {relative_path: defs.py, location_name: sensed, working_directory: .}\n"
 
 
 def _sensor_ticks(instance: dg.DagsterInstance) -> list[Any]:
