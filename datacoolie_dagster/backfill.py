@@ -50,6 +50,7 @@ from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.assets import CODE_VERSION_TAG
 from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.partitions import contiguous_chunks
 
 LOGGER = logging.getLogger("datacoolie_dagster.backfill")
 
@@ -193,19 +194,6 @@ def select_partitions(
     if start > end:
         raise BackfillError(f"partition range '{spec}' is reversed; hint: write it as '{last}..{first}'")
     return every[start : end + 1]
-
-
-def contiguous_chunks(every: Sequence[str], todo: Sequence[str], size: int | None) -> list[list[str]]:
-    """``todo`` cut into runs: contiguous in ``every`` (a gap starts a new run), at most ``size`` each."""
-    position = {k: i for i, k in enumerate(every)}
-    chunks: list[list[str]] = []
-    for key in todo:
-        last = chunks[-1] if chunks else None
-        if last and position[key] == position[last[-1]] + 1 and (size is None or len(last) < size):
-            last.append(key)
-        else:
-            chunks.append([key])
-    return chunks
 
 
 def partition_spans(every: Sequence[str], keys: Sequence[str]) -> str:

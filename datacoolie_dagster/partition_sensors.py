@@ -48,7 +48,7 @@ from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.errors import SourceError
 from datacoolie_dagster.assets import TableAsset
 from datacoolie_dagster.observations import is_sensable
-from datacoolie_dagster.partitions import TablePartitioning
+from datacoolie_dagster.partitions import TablePartitioning, contiguous_chunks
 from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, dump_cursor, parse_cursor, triggers_enabled
 from datacoolie_dagster.source_changes import Grain, read_change
 from datacoolie_dagster.tables import SourceRef, source_refs
@@ -240,15 +240,9 @@ def partition_keys(partitioning: TablePartitioning, column: str, values: pl.Seri
 
 def partition_runs(partitioning: TablePartitioning, keys: set[str] | frozenset[str]) -> list[list[str]]:
     """``keys`` in window order, cut into runs: contiguous windows, at most the policy's partitions per run."""
-    size = partitioning.backfill_policy.max_partitions_per_run
-    runs: list[list[str]] = []
-    for key in sorted(keys, key=lambda k: partitioning.window(k)[0]):
-        last = runs[-1] if runs else None
-        if last and partitioning.window(last[-1])[1] == partitioning.window(key)[0] and len(last) < (size or len(keys)):
-            last.append(key)
-        else:
-            runs.append([key])
-    return runs
+    every = partitioning.partitions_def.get_partition_keys()
+    todo = sorted(keys, key=lambda k: partitioning.window(k)[0])
+    return contiguous_chunks(every, todo, partitioning.backfill_policy.max_partitions_per_run)
 
 
 def partition_run_requests(

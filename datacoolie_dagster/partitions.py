@@ -13,6 +13,7 @@ exactly its window. The settings are typed and checked in :mod:`datacoolie_dagst
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -121,3 +122,16 @@ def build_partitions_def(config: PartitionsSettings) -> dg.PartitionsDefinition:
 def partition_chunks(partitioning: TablePartitioning, keys: list[str]) -> list[Chunk]:
     """The replay chunks of ``keys``, one per partition, in key order."""
     return [Chunk(i, *partitioning.window(key)) for i, key in enumerate(keys)]
+
+
+def contiguous_chunks(every: Sequence[str], todo: Sequence[str], size: int | None) -> list[list[str]]:
+    """``todo`` cut into runs: contiguous in ``every`` (a gap starts a new run), at most ``size`` each."""
+    position = {k: i for i, k in enumerate(every)}
+    chunks: list[list[str]] = []
+    for key in todo:
+        last = chunks[-1] if chunks else None
+        if last and position[key] == position[last[-1]] + 1 and (size is None or len(last) < size):
+            last.append(key)
+        else:
+            chunks.append([key])
+    return chunks
