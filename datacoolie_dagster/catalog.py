@@ -27,14 +27,11 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.observers import RunContext
 from datacoolie_core.orchestration.wiring import metadata_file_in
 from datacoolie_dagster import constants
-from datacoolie_dagster.assets import TableAsset, build_table_assets
+from datacoolie_dagster.assets import TableAsset, build_table_assets, code_version_tags
 from datacoolie_dagster.partitions import TablePartitioning
 from datacoolie_dagster.results import materialization_metadata
 from datacoolie_dagster.touched import PartitionRows, partition_rows, window_spec, window_specs
 from datacoolie_dagster.translator import DataCoolieTranslator
-
-CODE_VERSION_TAG = "dagster/code_version"
-"""The tag a Dagster run puts on an asset's materializations (backfill compares it)."""
 
 
 def build_materializations(
@@ -172,12 +169,11 @@ def _partition_metadata(partitioning: TablePartitioning, key: str, rows: int | N
 
 
 def _event(asset: TableAsset, metadata: dict[str, Any], partition: str | None = None) -> dg.AssetMaterialization:
-    version = asset.spec.code_version
     return dg.AssetMaterialization(
         asset_key=asset.spec.key,
         partition=partition,
         metadata=metadata,
-        tags={CODE_VERSION_TAG: version} if version else None,
+        tags=code_version_tags(asset.spec) or None,
     )
 
 

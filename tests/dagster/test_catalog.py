@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from datacoolie_core.cli import main as datacoolie
 from datacoolie_dagster import build_definitions, constants
-from datacoolie_dagster.catalog import CODE_VERSION_TAG
+from datacoolie_dagster.assets import CODE_VERSION_TAG
 
 BIN = Path(sys.executable).parent
 BRONZE = dg.AssetKey(["bronze", "sales", "orders"])
