@@ -3,7 +3,7 @@
 Assets per destination table, replay partitions, sharded driver jobs and checks, built from the
 metadata by :func:`build_definitions` on ``datacoolie_core``'s public API only.
 
-The re-exports load on first use: core's validator imports :mod:`datacoolie_dagster.settings` (the
+The re-exports load on first use: core's validator imports :mod:`datacoolie_dagster.location.settings` (the
 ``configure.dagster`` check, pure pydantic) without paying for Dagster's import.
 """
 
@@ -13,17 +13,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from datacoolie_dagster.component import DataCoolieComponent
-    from datacoolie_dagster.factory import build_definitions
-    from datacoolie_dagster.resources import DataCoolieResource
-    from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
+    from datacoolie_dagster.location.component import DataCoolieComponent
+    from datacoolie_dagster.location.factory import build_definitions
+    from datacoolie_dagster.location.resources import DataCoolieResource
+    from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 _EXPORTS = {
-    "DataCoolieComponent": "datacoolie_dagster.component",
-    "DataCoolieResource": "datacoolie_dagster.resources",
-    "DataCoolieTranslator": "datacoolie_dagster.translator",
-    "DataCoolieTranslatorData": "datacoolie_dagster.translator",
-    "build_definitions": "datacoolie_dagster.factory",
+    "DataCoolieComponent": "datacoolie_dagster.location.component",
+    "DataCoolieResource": "datacoolie_dagster.location.resources",
+    "DataCoolieTranslator": "datacoolie_dagster.location.translator",
+    "DataCoolieTranslatorData": "datacoolie_dagster.location.translator",
+    "build_definitions": "datacoolie_dagster.location.factory",
 }
 
 __all__ = [

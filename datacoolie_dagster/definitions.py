@@ -4,7 +4,7 @@
 under ``DATACOOLIE_HOME`` (default ``./data``, relative to the working directory ``workspace.yaml``
 sets). A broken metadata file fails the code location with every error listed. The bundled example
 also gets the job ``land_example_batch`` and lands its first batch on the first run (see
-:mod:`datacoolie_dagster.example_jobs`).
+:mod:`datacoolie_dagster.location.example_jobs`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import os
 from pathlib import Path
 
 from datacoolie_dagster.example import METADATA_PATH as EXAMPLE_METADATA
-from datacoolie_dagster.example_jobs import build_example_definitions
-from datacoolie_dagster.factory import build_definitions
+from datacoolie_dagster.location.example_jobs import build_example_definitions
+from datacoolie_dagster.location.factory import build_definitions
 
 METADATA_PATH = Path(os.environ.get("DATACOOLIE_METADATA", EXAMPLE_METADATA))
 HOME = Path(os.environ.get("DATACOOLIE_HOME", "data"))

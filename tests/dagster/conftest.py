@@ -21,8 +21,8 @@ import pytest
 from datacoolie_core import FileProvider
 from datacoolie_core.columns import TRAILING_COLUMNS
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.assets import TableAsset, build_table_assets
-from datacoolie_dagster.translator import DataCoolieTranslator
+from datacoolie_dagster.location.assets import TableAsset, build_table_assets
+from datacoolie_dagster.location.translator import DataCoolieTranslator
 from tests.support.postgres import postgres_url
 
 REPOSITORY = Path(__file__).parents[2]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import dagster as dg
 
-from datacoolie_dagster.retries import build_retry_sensor
-from datacoolie_dagster.retry_policy import ROOT_RUN_ID
+from datacoolie_dagster.automation.retries import build_retry_sensor
+from datacoolie_dagster.automation.retry_policy import ROOT_RUN_ID
 
 JITTER = 0.1
 

@@ -33,7 +33,7 @@ from dagster._core.utils import make_new_backfill_id
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import InProcessWorkspaceLoadTarget
 
-from datacoolie_dagster.backfill import (
+from datacoolie_dagster.commands.backfill import (
     ADVISORY_LOCK_KEY,
     BackfillError,
     add_backfill_parser,

@@ -18,7 +18,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from datacoolie_dagster.backfill import BackfillPlan, add_backfill_parser, partition_spans
+from datacoolie_dagster.commands.backfill import BackfillPlan, add_backfill_parser, partition_spans
 from datacoolie_dagster.definitions import defs
 from datacoolie_dagster.example.generate import land_batch
 from tests.dagster.conftest import REPOSITORY, materialize

@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from datacoolie_core.cli import main as datacoolie
 from datacoolie_dagster import build_definitions, constants
-from datacoolie_dagster.assets import CODE_VERSION_TAG
+from datacoolie_dagster.location.assets import CODE_VERSION_TAG
 
 BIN = Path(sys.executable).parent
 BRONZE = dg.AssetKey(["bronze", "sales", "orders"])
@@ -313,7 +313,7 @@ def test_partitions_replayed_from_the_command_line_are_done_for_backfill(
     tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bundled example: a CLI replay of two months leaves only the third to ``backfill``."""
-    from datacoolie_dagster.backfill import plan_backfill
+    from datacoolie_dagster.commands.backfill import plan_backfill
     from datacoolie_dagster.example import METADATA_PATH
     from datacoolie_dagster.example.generate import land_batch
     from tests.dagster.test_backfill import asset_graph

@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from datacoolie_dagster.schedules import CATCHUP_SENSOR, CATCHUP_TAG, FIRE_TAG
+from datacoolie_dagster.automation.schedules import CATCHUP_SENSOR, CATCHUP_TAG, FIRE_TAG
 from tests.dagster.conftest import LINEAGE, REPOSITORY, dataflow, write_metadata
 from tests.dagster.daemon_support import Daemon, prepare, running, wait_until
 

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from deltalake import write_deltalake
 
-from datacoolie_dagster.checks import UNIQUE_KEYS
+from datacoolie_dagster.location.checks import UNIQUE_KEYS
 from tests.dagster.conftest import dataflow, definitions, failure_message, land, land_lineage, materialize
 
 SILVER = "silver/sales/orders"

@@ -36,7 +36,7 @@ from datacoolie_dagster.example.generate import (
     late_orders,
     orders,
 )
-from datacoolie_dagster.example_jobs import build_example_definitions, land_first_batch
+from datacoolie_dagster.location.example_jobs import build_example_definitions, land_first_batch
 from tests.dagster.conftest import REPOSITORY
 
 BATCHES = range(1, 8)

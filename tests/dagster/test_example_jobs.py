@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from datacoolie_dagster.example.generate import LATE_ORDERS, NEW_ORDERS, UPDATES, land_batch
-from datacoolie_dagster.example_jobs import LAND_JOB_NAME, build_example_definitions
+from datacoolie_dagster.location.example_jobs import LAND_JOB_NAME, build_example_definitions
 from tests.dagster.cli_support import CODE_LOCATION, Deployment, explain
 from tests.dagster.conftest import REPOSITORY, failure_message, key
 

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from datacoolie_core import DataFlow, FileProvider, MetadataError
-from datacoolie_dagster.limits import (
+from datacoolie_dagster.automation.limits import (
     LIMITS_SENSOR,
     apply_pool_limits,
     build_limits_sensor,

@@ -11,7 +11,7 @@ import dagster as dg
 import psycopg2
 import pytest
 
-from datacoolie_dagster.limits import pool_for
+from datacoolie_dagster.automation.limits import pool_for
 from tests.dagster.conftest import LINEAGE, InstanceSettings, land_lineage, write_metadata
 from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
 

@@ -12,7 +12,7 @@ import polars as pl
 from deltalake import write_deltalake
 from polars.testing import assert_frame_equal
 
-from datacoolie_dagster.checks import UNIQUE_KEYS
+from datacoolie_dagster.location.checks import UNIQUE_KEYS
 from tests.dagster.conftest import (
     ORDERS_CSV,
     PARTITIONS,

@@ -14,7 +14,7 @@ import dagster as dg
 import pytest
 from deltalake import DeltaTable
 
-from datacoolie_dagster.checks import LOAD_CONSISTENT, UNIQUE_KEYS
+from datacoolie_dagster.location.checks import LOAD_CONSISTENT, UNIQUE_KEYS
 from tests.dagster.conftest import PARTITIONS, dataflow, definitions, key, land_lineage, materialize
 
 ORDERS = "silver/sales/orders"

@@ -25,8 +25,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.assets import TableAsset, build_multi_assets
-from datacoolie_dagster.partition_sensors import (
+from datacoolie_dagster.automation.partition_sensors import (
     PARTITION_SENSOR_NAME,
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -34,9 +33,10 @@ from datacoolie_dagster.partition_sensors import (
     partition_keys,
     partitioned_tables,
 )
-from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
-from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.location.assets import TableAsset, build_multi_assets
+from datacoolie_dagster.location.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
+from datacoolie_dagster.location.resources import DataCoolieResource
 from tests.dagster.cli_support import BIN
 from tests.dagster.conftest import InstanceSettings, land, table_assets
 from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running, wait_until

@@ -15,7 +15,7 @@ import pytest
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.rebuild import (
+from datacoolie_dagster.commands.rebuild import (
     REBUILD,
     TRIGGER_TAG,
     RebuildError,

@@ -17,8 +17,8 @@ from dagster._core.remote_origin import (  # pinned: dagster 1.13.27 (how a run 
     RemoteRepositoryOrigin,
 )
 
-from datacoolie_dagster.retries import ASSET_SENSOR_NAME, SENSOR_NAME, build_retry_sensor
-from datacoolie_dagster.retry_policy import (
+from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, SENSOR_NAME, build_retry_sensor
+from datacoolie_dagster.automation.retry_policy import (
     AUTO_RETRY_RUN_ID_TAG,
     AUTOMATED,
     BACKFILL_TAG,

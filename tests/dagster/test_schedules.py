@@ -16,7 +16,7 @@ import dagster as dg
 import pytest
 
 from datacoolie_core import FileProvider, MetadataError
-from datacoolie_dagster.schedules import (
+from datacoolie_dagster.automation.schedules import (
     CATCHUP_SENSOR,
     FIRE_TAG,
     ScheduleSettings,

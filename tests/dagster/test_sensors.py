@@ -21,9 +21,7 @@ import polars as pl
 import pytest
 from deltalake import write_deltalake
 
-from datacoolie_dagster.assets import TableAsset, build_multi_assets
-from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.sensors import (
+from datacoolie_dagster.automation.sensors import (
     AUTOMATED_TAG,
     SOURCE_SENSOR_NAME,
     TRIGGER_TAG,
@@ -34,6 +32,8 @@ from datacoolie_dagster.sensors import (
     sensed_tables,
     with_automation,
 )
+from datacoolie_dagster.location.assets import TableAsset, build_multi_assets
+from datacoolie_dagster.location.resources import DataCoolieResource
 from tests.dagster.conftest import InstanceSettings, land, table_assets
 from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
 from tests.dagster.daemon_support import SENSED_CODE_LOCATION as CODE_LOCATION

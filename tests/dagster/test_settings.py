@@ -21,8 +21,8 @@ from dagster._utils.schedules import is_valid_cron_string  # the reference the p
 
 from datacoolie_core import FileProvider, MetadataError
 from datacoolie_core.metadata import read_metadata_file, validate_document
-from datacoolie_dagster.limits import LIMITS_SENSOR
-from datacoolie_dagster.settings import (
+from datacoolie_dagster.automation.limits import LIMITS_SENSOR
+from datacoolie_dagster.location.settings import (
     DagsterSettings,
     PartitionsSettings,
     ScheduleSettings,

@@ -12,9 +12,9 @@ import pytest
 
 from datacoolie_core import MetadataError
 from datacoolie_dagster import DataCoolieTranslator, DataCoolieTranslatorData
-from datacoolie_dagster.checks import UNIQUE_KEYS
-from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
-from datacoolie_dagster.tables import DestinationTable
+from datacoolie_dagster.location.checks import UNIQUE_KEYS
+from datacoolie_dagster.location.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
+from datacoolie_dagster.location.tables import DestinationTable
 from tests.dagster.conftest import PARTITIONS, Edit, dataflow, definitions, key
 
 TABLES = {

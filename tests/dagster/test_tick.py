@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 from dagster._core.scheduler.instigation import InstigatorType, ScheduleInstigatorData
 
-from datacoolie_dagster.cli import main
+from datacoolie_dagster.commands.cli import main
 from tests.dagster.cli_support import Deployment, deploy
 
 LOCATION = """
@@ -22,8 +22,8 @@ from pathlib import Path
 import dagster as dg
 
 import datacoolie_dagster.definitions as example_location
-from datacoolie_dagster.limits import build_limits_sensor
-from datacoolie_dagster.schedules import ScheduleSettings, build_schedules
+from datacoolie_dagster.automation.limits import build_limits_sensor
+from datacoolie_dagster.automation.schedules import ScheduleSettings, build_schedules
 
 JOB = next(j for j in example_location.defs.jobs if j.name == "datacoolie_landing2bronze")
 built = build_schedules({"landing2bronze": JOB}, {"landing2bronze": ScheduleSettings(cron="0 * * * *")})

@@ -12,8 +12,13 @@ import pytest
 
 from datacoolie_core import FileProvider
 from datacoolie_core.destinations.touched import touched_windows
-from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def, table_partitioning
-from datacoolie_dagster.touched import column_window_spec, partition_rows, partition_rows_of_values
+from datacoolie_dagster.location.partitions import (
+    PartitionsConfig,
+    TablePartitioning,
+    build_partitions_def,
+    table_partitioning,
+)
+from datacoolie_dagster.location.touched import column_window_spec, partition_rows, partition_rows_of_values
 from tests.dagster.test_catalog import METADATA
 
 

@@ -19,9 +19,9 @@ import dagster as dg
 import pytest
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.partition_sensors import PARTITION_SENSOR_NAME
-from datacoolie_dagster.sensors import AUTOMATION_SENSOR_NAME, TRIGGER_TAG
-from datacoolie_dagster.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.automation.partition_sensors import PARTITION_SENSOR_NAME
+from datacoolie_dagster.automation.sensors import AUTOMATION_SENSOR_NAME, TRIGGER_TAG
+from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
 from tests.dagster.cli_support import BIN, REPOSITORY
 from tests.dagster.conftest import InstanceSettings, land, materialize
 from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running, wait_until

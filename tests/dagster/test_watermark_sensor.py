@@ -18,12 +18,12 @@ import pytest
 
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.partition_sensors import PARTITION_SENSOR_NAME
-from datacoolie_dagster.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
-from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
-from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
-from datacoolie_dagster.watermark_feed import windows_between
-from datacoolie_dagster.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.automation.partition_sensors import PARTITION_SENSOR_NAME
+from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.automation.watermark_feed import windows_between
+from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.location.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
+from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
 from tests.dagster.conftest import land, materialize
 from tests.dagster.watermark_support import DAYS, LATE_ORDERS, deploy
 

@@ -21,7 +21,7 @@ the touched partitions are requested as a backfill would: contiguous keys in one
   window) are counted in the sensor log and not requested.
 * A source that cannot be read is named in the skip reason (or log) and its table's cursor entry is
   kept, so its change is seen once it is readable. An unreadable cursor raises
-  :class:`~datacoolie_dagster.sensors.SensorCursorError`.
+  :class:`~datacoolie_dagster.automation.sensors.SensorCursorError`.
 * Not sensed: tables opted out with ``configure.dagster.sensor: false``, function sources, database
   sources without a watermark column, tables without a window column, and tables loaded with
   ``append`` or ``overwrite``. A partition run replays its window with the table's load strategy
@@ -46,13 +46,19 @@ from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.errors import SourceError
-from datacoolie_dagster.assets import TableAsset
-from datacoolie_dagster.observations import is_sensable
-from datacoolie_dagster.partitions import TablePartitioning, contiguous_chunks
-from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, dump_cursor, parse_cursor, triggers_enabled
-from datacoolie_dagster.source_changes import Grain, read_change
-from datacoolie_dagster.tables import SourceRef, source_refs
-from datacoolie_dagster.touched import column_window_spec, partition_rows
+from datacoolie_dagster.automation.observations import is_sensable
+from datacoolie_dagster.automation.sensors import (
+    AUTOMATED_TAG,
+    TRIGGER_TAG,
+    dump_cursor,
+    parse_cursor,
+    triggers_enabled,
+)
+from datacoolie_dagster.automation.source_changes import Grain, read_change
+from datacoolie_dagster.location.assets import TableAsset
+from datacoolie_dagster.location.partitions import TablePartitioning, contiguous_chunks
+from datacoolie_dagster.location.tables import SourceRef, source_refs
+from datacoolie_dagster.location.touched import column_window_spec, partition_rows
 
 PARTITION_SENSOR_NAME = "datacoolie_partitions"
 REPLAYABLE_LOAD_TYPES = frozenset({"merge_upsert", "merge_overwrite", "scd2"})

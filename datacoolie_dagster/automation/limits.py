@@ -28,7 +28,7 @@ import dagster as dg
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
-from datacoolie_dagster.settings import dagster_settings
+from datacoolie_dagster.location.settings import dagster_settings
 
 POOL_PREFIX = "datacoolie/"
 LIMITS_SENSOR = "datacoolie_pool_limits"

@@ -1,7 +1,7 @@
 """``datacoolie-dagster backfill ASSET_OR_STAGE PARTITIONS [--rerun]``: queue only what is not done.
 
 A partition is *done* when its latest materialization carries the asset's current code version
-(``dagster/code_version``; the partition runs of :mod:`datacoolie_dagster.assets` tag each partition
+(``dagster/code_version``; the partition runs of :mod:`datacoolie_dagster.location.assets` tag each partition
 they materialize with it, and an asset without a code version counts any materialization), and *live*
 when a not-finished run (queued … canceling) targets it through ``dagster/partition`` or
 ``dagster/asset_partition_range_start/_end``, or when an unfinished asset backfill (status
@@ -48,11 +48,11 @@ from dagster_postgres import PostgresRunStorage
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
-from datacoolie_dagster.assets import CODE_VERSION_TAG
-from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
-from datacoolie_dagster.partitions import contiguous_chunks
+from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.location.assets import CODE_VERSION_TAG
+from datacoolie_dagster.location.partitions import contiguous_chunks
 
-LOGGER = logging.getLogger("datacoolie_dagster.backfill")
+LOGGER = logging.getLogger("datacoolie_dagster.commands.backfill")
 
 LOCK_FILE = "datacoolie-backfill.lock"
 ADVISORY_LOCK_KEY = int.from_bytes(

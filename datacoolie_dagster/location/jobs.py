@@ -28,12 +28,12 @@ from datacoolie_core import DataFlow
 from datacoolie_core.cli.progress import describe
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.driver import DataCoolieDriver
-from datacoolie_dagster.assets import RESOURCE_KEY, TableAsset
-from datacoolie_dagster.catalog import build_materializations
-from datacoolie_dagster.redaction import masked_events, masked_step
-from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.tables import DestinationTable, identifier, lineage_levels, writer_rounds
-from datacoolie_dagster.touched import window_specs
+from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
+from datacoolie_dagster.location.catalog import build_materializations
+from datacoolie_dagster.location.redaction import masked_events, masked_step
+from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
+from datacoolie_dagster.location.touched import window_specs
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
 PLAN_OP = "datacoolie_shards"

@@ -57,7 +57,7 @@ from typing import Any
 
 import dagster as dg
 
-from datacoolie_dagster.retry_policy import (
+from datacoolie_dagster.automation.retry_policy import (
     _KEPT_SYSTEM_TAGS,
     AUTO_RETRY_RUN_ID_TAG,
     AUTOMATED,

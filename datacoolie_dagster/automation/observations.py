@@ -34,7 +34,7 @@ from datacoolie_core.sources.database import connect, driver_errors, get_dialect
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_files
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import parse_query, table_query
-from datacoolie_dagster.tables import SourceRef
+from datacoolie_dagster.location.tables import SourceRef
 
 Fingerprint = dict[str, Any]
 """JSON-able; equal fingerprints mean "no new data"."""

@@ -29,7 +29,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import FileProvider
-from datacoolie_dagster.factory import build_definitions
+from datacoolie_dagster.location.factory import build_definitions
 
 
 class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):

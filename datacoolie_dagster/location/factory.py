@@ -10,17 +10,17 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import FileProvider
-from datacoolie_dagster.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
-from datacoolie_dagster.jobs import build_jobs
-from datacoolie_dagster.limits import build_limits_sensor, pool_for, stage_limits
-from datacoolie_dagster.partition_sensors import build_partition_sensors
-from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
-from datacoolie_dagster.schedules import ScheduleSettings, build_schedules, schedule_settings
-from datacoolie_dagster.sensors import build_automation_sensor, build_source_sensors, follow_upstreams
-from datacoolie_dagster.translator import DataCoolieTranslator
-from datacoolie_dagster.watermark_feed import FileWatermarkFeed
-from datacoolie_dagster.watermark_sensor import build_watermark_sensor
+from datacoolie_dagster.automation.limits import build_limits_sensor, pool_for, stage_limits
+from datacoolie_dagster.automation.partition_sensors import build_partition_sensors
+from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
+from datacoolie_dagster.automation.schedules import ScheduleSettings, build_schedules, schedule_settings
+from datacoolie_dagster.automation.sensors import build_automation_sensor, build_source_sensors, follow_upstreams
+from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
+from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
+from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
+from datacoolie_dagster.location.jobs import build_jobs
+from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.translator import DataCoolieTranslator
 
 
 def build_definitions(

@@ -14,7 +14,7 @@ replay, any path — the tables reading that destination are requested:
 
 **Not sensed twice.** A Dagster run that writes a table records a materialization whose
 ``datacoolie/dataflow_run_ids`` names the dataflow runs that wrote it, and Dagster's automation
-(:func:`~datacoolie_dagster.sensors.automation_for`) makes the readers follow that materialization.
+(:func:`~datacoolie_dagster.automation.sensors.automation_for`) makes the readers follow that materialization.
 The store tells which dataflow run wrote the current watermark (the file store: the settled commit
 record beside it, when it holds the same watermark). A change whose writer the instance's recent
 materializations of the table name is left to the automation for every reader that has one; the
@@ -26,7 +26,7 @@ the store Dagster-free and also covers loads the CLI reported to the instance.
 records the watermarks (one that existed before the sensor started is not a change). Run keys are
 ``<table>[|<partition>]|<dataflow>@<digest of the new watermark>,…``: the same change seen twice
 (a crash before the cursor was saved, a daemon restart) is deduplicated by Dagster. An unreadable
-cursor raises :class:`~datacoolie_dagster.sensors.SensorCursorError`; an unreadable watermark is
+cursor raises :class:`~datacoolie_dagster.automation.sensors.SensorCursorError`; an unreadable watermark is
 named in the skip reason and its cursor entry kept, so the change is seen once it reads.
 """
 
@@ -42,10 +42,10 @@ import dagster as dg
 
 from datacoolie_core.errors import WatermarkError
 from datacoolie_dagster import constants
-from datacoolie_dagster.assets import TableAsset
-from datacoolie_dagster.partition_sensors import partitioned_tables, replays_safely
-from datacoolie_dagster.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError, triggers_enabled
-from datacoolie_dagster.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
+from datacoolie_dagster.automation.partition_sensors import partitioned_tables, replays_safely
+from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError, triggers_enabled
+from datacoolie_dagster.automation.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
+from datacoolie_dagster.location.assets import TableAsset
 
 WATERMARK_SENSOR_NAME = "datacoolie_watermarks"
 CURSOR_FORMAT = 1
@@ -117,7 +117,7 @@ def build_watermark_sensor(
 ) -> list[dg.SensorDefinition]:
     """The sensor requesting the readers of a table whose watermark moved ([] when nothing reads one).
 
-    ``feed`` reads the watermarks (:class:`~datacoolie_dagster.watermark_feed.FileWatermarkFeed`
+    ``feed`` reads the watermarks (:class:`~datacoolie_dagster.automation.watermark_feed.FileWatermarkFeed`
     for the file store). ``asset_job``: the job the runs launch under, as for the source sensor.
     """
     watched = watched_dataflows(assets)

@@ -33,9 +33,9 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceLoadTarget
 from dagster._grpc.utils import get_loadable_targets
 
-from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
 
-LOGGER = logging.getLogger("datacoolie_dagster.rebuild")
+LOGGER = logging.getLogger("datacoolie_dagster.commands.rebuild")
 TRIGGER_TAG = "datacoolie/trigger"
 REBUILD = "rebuild"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}

@@ -17,7 +17,7 @@ from datacoolie_core import FileProvider
 from datacoolie_core.errors import WatermarkError
 from datacoolie_core.watermark import PendingCommit
 from datacoolie_core.watermark.serializer import deserialize_watermark
-from datacoolie_dagster.partitions import TablePartitioning
+from datacoolie_dagster.location.partitions import TablePartitioning
 
 
 @dataclass(frozen=True)

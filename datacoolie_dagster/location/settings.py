@@ -163,7 +163,7 @@ class DagsterSettings(_Settings):
     """``configure.dagster`` of a dataflow. Every key is optional; a new key is one field here."""
 
     partitions: PartitionsSettings | None = None
-    """Partition the dataflow's table by replay chunk (see :mod:`datacoolie_dagster.partitions`)."""
+    """Partition the dataflow's table by replay chunk (see :mod:`datacoolie_dagster.location.partitions`)."""
     max_partitions_per_run: PositiveInt | None = None
     """A backfill runs at most this many partitions per run (default: all in one run)."""
     schedule: ScheduleSettings | None = None

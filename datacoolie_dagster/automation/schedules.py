@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.settings import ScheduleSettings, dagster_settings
+from datacoolie_dagster.location.settings import ScheduleSettings, dagster_settings
 
 TRIGGER_TAG = "datacoolie/trigger"
 AUTOMATED_TAG = "datacoolie/automated"

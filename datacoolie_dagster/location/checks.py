@@ -26,7 +26,7 @@ from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
 
 if TYPE_CHECKING:
-    from datacoolie_dagster.assets import TableAsset
+    from datacoolie_dagster.location.assets import TableAsset
 
 UNIQUE_KEYS = "unique_merge_keys"
 LOAD_CONSISTENT = "load_consistent"

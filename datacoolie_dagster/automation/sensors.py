@@ -2,7 +2,7 @@
 
 **New source data** — :func:`build_source_sensors` builds ONE sensor (``datacoolie_sources``) over
 every destination table that reads an external source (not another dataflow's destination). Each
-evaluation fingerprints those sources cheaply (:mod:`~datacoolie_dagster.observations`) and compares
+evaluation fingerprints those sources cheaply (:mod:`~datacoolie_dagster.automation.observations`) and compares
 with the fingerprints in its cursor (JSON, per table and dataflow). Every table whose fingerprint
 changed and whose source holds data goes into ONE ``RunRequest`` selecting exactly those tables,
 tagged ``datacoolie/trigger=sensor`` and ``datacoolie/automated=true``. Its ``run_key`` names each
@@ -46,11 +46,11 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG  # pinned: d
 
 from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
-from datacoolie_dagster.assets import TableAsset
-from datacoolie_dagster.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
-from datacoolie_dagster.settings import dagster_settings
-from datacoolie_dagster.tables import DestinationTable, SourceRef, source_refs
-from datacoolie_dagster.translator import DataCoolieTranslator, with_partition_mappings
+from datacoolie_dagster.automation.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
+from datacoolie_dagster.location.assets import TableAsset
+from datacoolie_dagster.location.settings import dagster_settings
+from datacoolie_dagster.location.tables import DestinationTable, SourceRef, source_refs
+from datacoolie_dagster.location.translator import DataCoolieTranslator, with_partition_mappings
 
 SOURCE_SENSOR_NAME = "datacoolie_sources"
 AUTOMATION_SENSOR_NAME = "datacoolie_automation"

@@ -13,7 +13,7 @@ from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_dagster import constants
-from datacoolie_dagster.tables import DestinationTable
+from datacoolie_dagster.location.tables import DestinationTable
 
 
 def materialization_metadata(table: DestinationTable, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
 from datacoolie_core.sources.finalize import source_label
-from datacoolie_dagster.observations import (
+from datacoolie_dagster.automation.observations import (
     fetch_rows,
     files_fingerprint,
     jsonable,
@@ -43,7 +43,7 @@ from datacoolie_dagster.observations import (
     source_files,
     source_query,
 )
-from datacoolie_dagster.tables import SourceRef
+from datacoolie_dagster.location.tables import SourceRef
 
 KeysOf = Callable[[pl.Series], set[str]]
 """Window column values -> the partition keys whose windows hold them (values outside: none)."""

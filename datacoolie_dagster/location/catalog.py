@@ -27,11 +27,11 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.observers import RunContext
 from datacoolie_core.orchestration.wiring import metadata_file_in
 from datacoolie_dagster import constants
-from datacoolie_dagster.assets import TableAsset, build_table_assets, code_version_tags
-from datacoolie_dagster.partitions import TablePartitioning
-from datacoolie_dagster.results import materialization_metadata
-from datacoolie_dagster.touched import PartitionRows, partition_rows, window_spec, window_specs
-from datacoolie_dagster.translator import DataCoolieTranslator
+from datacoolie_dagster.location.assets import TableAsset, build_table_assets, code_version_tags
+from datacoolie_dagster.location.partitions import TablePartitioning
+from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.touched import PartitionRows, partition_rows, window_spec, window_specs
+from datacoolie_dagster.location.translator import DataCoolieTranslator
 
 
 def build_materializations(

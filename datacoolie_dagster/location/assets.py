@@ -20,19 +20,19 @@ import dagster as dg
 from datacoolie_core import DataFlow, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
-from datacoolie_dagster.checks import check_results, check_specs
-from datacoolie_dagster.partitions import TablePartitioning, table_partitioning
-from datacoolie_dagster.redaction import masked_events, masked_step
-from datacoolie_dagster.resources import DataCoolieResource
-from datacoolie_dagster.results import materialization_metadata
-from datacoolie_dagster.tables import (
+from datacoolie_dagster.location.checks import check_results, check_specs
+from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
+from datacoolie_dagster.location.redaction import masked_events, masked_step
+from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.tables import (
     DestinationTable,
     destination_tables,
     identifier,
     lineage_levels,
     writer_rounds,
 )
-from datacoolie_dagster.translator import DataCoolieTranslator, DataCoolieTranslatorData
+from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 RESOURCE_KEY = "datacoolie"
 CODE_VERSION_TAG = "dagster/code_version"
@@ -81,7 +81,7 @@ def build_multi_assets(
     """One ``multi_asset(can_subset=True)`` per partitioning (mixing partitions fails at execution).
 
     ``pools`` (``{stage: pool}``): the tables of these stages go to ops of their own,
-    ``<prefix>_<stage>_…``, that declare the stage's pool (see :mod:`datacoolie_dagster.limits`).
+    ``<prefix>_<stage>_…``, that declare the stage's pool (see :mod:`datacoolie_dagster.automation.limits`).
     """
     pools = pools or {}
     groups: dict[tuple[str | None, object], list[TableAsset]] = {}

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_dagster import constants
-from datacoolie_dagster.tables import DestinationTable, SourceRef
+from datacoolie_dagster.location.tables import DestinationTable, SourceRef
 
 
 @dataclass(frozen=True)

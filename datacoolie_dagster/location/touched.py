@@ -30,7 +30,7 @@ from datacoolie_core import DataFlow
 from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.models.run_config import WindowSpec
 from datacoolie_core.models.runtime import TouchedWindows
-from datacoolie_dagster.partitions import TablePartitioning
+from datacoolie_dagster.location.partitions import TablePartitioning
 
 _GRAIN = {"years": "1mo", "months": "1mo", "weeks": "1d", "days": "1d", "hours": "1h", "minutes": "1m"}
 """Per partition unit, a window width that divides its partitions (in UTC)."""

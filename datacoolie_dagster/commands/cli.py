@@ -38,9 +38,14 @@ from dagster._scheduler.scheduler import launch_scheduled_runs
 from dagster._utils.error import SerializableErrorInfo
 
 from datacoolie_core.cli.output import run_masked
-from datacoolie_dagster.backfill import add_backfill_parser
-from datacoolie_dagster.cli_options import add_location_options, instance_home, load_target, quiet_instance_logs
-from datacoolie_dagster.rebuild import add_rebuild_parser
+from datacoolie_dagster.commands.backfill import add_backfill_parser
+from datacoolie_dagster.commands.cli_options import (
+    add_location_options,
+    instance_home,
+    load_target,
+    quiet_instance_logs,
+)
+from datacoolie_dagster.commands.rebuild import add_rebuild_parser
 
 LOGGER = logging.getLogger("datacoolie_dagster.tick")
 

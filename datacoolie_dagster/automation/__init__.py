@@ -1,0 +1,7 @@
+"""Automation: what starts runs without a person clicking.
+
+Sensors for new source data (``observations``, ``source_changes``, ``partition_sensors``), for
+watermarks moved outside Dagster (``watermark_feed``, ``watermark_sensor``) and for downstream
+tables following upstream (``sensors``); cron schedules and their catch-up; retries of failed
+automated runs (``retry_policy`` decides, ``retries`` acts); live-run limits per stage (``limits``).
+"""
