@@ -8,14 +8,14 @@ commands write goes through one masking boundary (:mod:`datacoolie_core.cli.outp
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
-from datacoolie_core.cli import run, state, validate
 from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
 from datacoolie_core.cli.output import run_masked
+from datacoolie_core.cli.parsers import HANDLERS, build_parser
 from datacoolie_core.cli.signals import exit_code_of, stop_on_signals
+from datacoolie_core.lazy import load
 
 __all__ = ["EXIT_DATAFLOW_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -34,16 +34,9 @@ def _stoppable(argv: Sequence[str] | None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="datacoolie",
-        description="Metadata-driven ETL on Polars + Delta Lake, compatible with DataCoolie metadata.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    validate.add_parser(commands)
-    run.add_parsers(commands)
-    state.add_parser(commands)
-    args = parser.parse_args(argv)
-    return int(args.handler(args))
+    args = build_parser().parse_args(argv)
+    handler = load(HANDLERS[args.command])  # only the command that runs imports what it needs
+    return int(handler(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

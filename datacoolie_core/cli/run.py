@@ -22,62 +22,6 @@ from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_core.platform.paths import printable
 
 
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    run = commands.add_parser("run", help="run the dataflows of a stage (or all)", description=_RUN_HELP)
-    _common(run)
-    run.add_argument("--stage", default=None, help="stage name, comma list; default: every stage")
-    run.add_argument("--job-num", type=int, default=1, help="number of shards launched (default 1)")
-    run.add_argument("--job-index", type=int, default=0, help="this shard, 0..job-num-1")
-    run.add_argument("--dry-run", action="store_true", help="validate only: no data, watermark or secret is touched")
-    run.set_defaults(handler=_run)
-
-    replay = commands.add_parser("replay", help="re-process a bounded range in chunks", description=_REPLAY_HELP)
-    _common(replay)
-    replay.add_argument("--stage", required=True, help="stage to replay (comma list allowed)")
-    replay.add_argument("--start", required=True, help="inclusive lower bound (integer, date or datetime)")
-    replay.add_argument("--end", required=True, help="exclusive upper bound")
-    replay.add_argument("--chunk-interval-json", default=None, help="e.g. '{\"months\": 1}' or '{\"step\": 100000}'")
-    replay.add_argument("--chunk-column", default=None, help="column to select on (default: first watermark column)")
-    replay.add_argument("--save-watermark", action="store_true", help="save the observed watermark after each chunk")
-    replay.add_argument("--confirm-save-watermark", action="store_true", help="required with --save-watermark")
-    replay.add_argument("--dry-run", action="store_true", help="validate the replay without running it")
-    replay.set_defaults(handler=_replay)
-
-    maintenance = commands.add_parser("maintenance", help="OPTIMIZE and VACUUM the Delta destinations")
-    _common(maintenance)
-    maintenance.add_argument("--connection", default=None, help="destination connection name(s); default: all")
-    maintenance.add_argument("--no-compact", action="store_true", help="skip OPTIMIZE (file compaction)")
-    maintenance.add_argument("--no-cleanup", action="store_true", help="skip VACUUM (deleting unreferenced files)")
-    maintenance.add_argument("--retention-hours", type=float, default=168.0, help="VACUUM retention (default 168)")
-    maintenance.set_defaults(handler=_maintenance)
-
-
-_RUN_HELP = "Run dataflows: load the stage from metadata, keep this shard's share, run them in parallel."
-_REPLAY_HELP = (
-    "Replay [start, end) chunk by chunk. Integer text is an integer bound; anything else is parsed as a "
-    "date or datetime. The stored watermark is untouched unless --save-watermark --confirm-save-watermark."
-)
-
-
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
-    parser.add_argument("--max-workers", type=int, default=8, help="global cap on concurrent dataflows (default 8)")
-    parser.add_argument("--retry-count", type=int, default=0, help="retries after the first attempt")
-    parser.add_argument("--retry-delay", type=float, default=5.0, help="base retry delay in seconds (doubles, max 60)")
-    parser.add_argument("--stop-on-error", action="store_true", help="admit nothing new after the first failure")
-    parser.add_argument("--log-path", default=None, help="write execution and system logs under this folder")
-    parser.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    if parser.prog.split()[-1] != "maintenance":
-        parser.add_argument("--dataflow", default=None, help="only these dataflows of the stage (names, comma list)")
-        parser.add_argument(
-            "--observer", action="append", default=[], metavar="NAME=TARGET",
-            help="record what was built with this run observer, e.g. dagster=/path/to/dagster_home "
-            "(installed observers start on their own when configured, e.g. with DAGSTER_HOME)",
-        )  # fmt: skip
-        parser.add_argument("--no-observers", action="store_true", help="record the run with no run observer")
-
-
 def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
     return DataCoolieRunConfig(
         max_workers=args.max_workers,
@@ -88,7 +32,7 @@ def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
     )
 
 
-def _run(args: argparse.Namespace) -> int:
+def run_command(args: argparse.Namespace) -> int:
     observers = _observers(args, RunContext("run", args.metadata))
     if observers is None:
         return EXIT_USAGE
@@ -103,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     return _drive(args, _config_or_exit(args, **extra), operation, observers)
 
 
-def _replay(args: argparse.Namespace) -> int:
+def replay_command(args: argparse.Namespace) -> int:
     if args.save_watermark and not args.confirm_save_watermark:
         print("error: --save-watermark moves the production watermark; add --confirm-save-watermark", file=sys.stderr)
         return EXIT_USAGE
@@ -145,7 +89,7 @@ def _observers(args: argparse.Namespace, context: RunContext) -> Observers | Non
     return observers
 
 
-def _maintenance(args: argparse.Namespace) -> int:
+def maintenance_command(args: argparse.Namespace) -> int:
     config = _config_or_exit(args, retention_hours=args.retention_hours)
     return _drive(args, config, lambda driver, progress: driver.run_maintenance(
         connection=args.connection, do_compact=not args.no_compact, do_cleanup=not args.no_cleanup,

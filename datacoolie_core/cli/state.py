@@ -1,11 +1,7 @@
 """``datacoolie state show | repair | reset``: look at, and deliberately fix, one dataflow's state.
 
-The engine refuses to run on damaged state (see ``docs/state.md``); these commands are the way out.
-``show`` prints the watermark, the commit journal and what the destination's Delta log holds, and
-the verdict of the pre-write check. ``repair`` makes the state agree with the destination: the
-watermark becomes the furthest one its commits recorded, so rows of a lost commit are read again
-and nothing is read twice. ``reset`` removes the watermark: the next run reads everything again.
-Both only print their plan unless ``--confirm`` is given.
+What each action does is the command's help (``datacoolie state --help``, written in
+:mod:`datacoolie_core.cli.parsers`) and ``docs/state.md``.
 """
 
 from __future__ import annotations
@@ -35,19 +31,6 @@ from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.serializer import serialize_watermark
 
-ACTIONS = ("show", "repair", "reset")
-
-
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    state = commands.add_parser("state", help="show, repair or reset one dataflow's state", description=__doc__)
-    state.add_argument("action", choices=ACTIONS, help="show: inspect; repair: rebuild from the log; reset: reload")
-    state.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
-    state.add_argument("--dataflow", required=True, help="the dataflow's name")
-    state.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
-    state.add_argument("--confirm", action="store_true", help="repair/reset: do it (without: print the plan)")
-    state.add_argument("--json", action="store_true", help="show: print the facts as JSON")
-    state.set_defaults(handler=_state)
-
 
 @dataclass
 class _Target:
@@ -61,7 +44,7 @@ class _Target:
         return str(self.dataflow.dataflow_id)
 
 
-def _state(args: argparse.Namespace) -> int:
+def state_command(args: argparse.Namespace) -> int:
     try:
         target = _target(args)
         if args.action == "show":

@@ -15,20 +15,7 @@ from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
 from datacoolie_core.platform.paths import printable
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    validate = commands.add_parser(
-        "validate",
-        help="check a metadata file and list its dataflows",
-        description="Check a DataCoolie metadata file (JSON or YAML). Every error is reported with "
-        "its JSON path; exit 2 if there is any.",
-    )
-    validate.add_argument("path", help="metadata file (.json, .yaml, .yml)")
-    validate.add_argument("--json", action="store_true", help="print the report as JSON")
-    validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
-    validate.set_defaults(handler=_validate)
-
-
-def _validate(args: argparse.Namespace) -> int:
+def validate_command(args: argparse.Namespace) -> int:
     try:
         document = validate_document(read_metadata_file(args.path), file=args.path)
     except MetadataError as e:

@@ -1,7 +1,24 @@
 """Metadata providers: where connections, dataflows and watermarks come from."""
 
-from datacoolie_core.metadata.file_provider import FileProvider
-from datacoolie_core.metadata.loader import read_metadata_file
-from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from datacoolie_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from datacoolie_core.metadata.file_provider import FileProvider
+    from datacoolie_core.metadata.loader import read_metadata_file
+    from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "FileProvider": "datacoolie_core.metadata.file_provider",
+        "read_metadata_file": "datacoolie_core.metadata.loader",
+        "ValidatedDocument": "datacoolie_core.metadata.validation",
+        "validate_document": "datacoolie_core.metadata.validation",
+    },
+)
 
 __all__ = ["FileProvider", "ValidatedDocument", "read_metadata_file", "validate_document"]

@@ -20,7 +20,6 @@ from datacoolie_core.models.base import (
 )
 from datacoolie_core.models.coerce import ensure_list, strip_or_none
 from datacoolie_core.models.portable_regex import check_portable_regex
-from datacoolie_core.sql.to_polars import validate_expression
 
 ValueOperation = Literal["trim", "case", "regex_replace", "empty_to_null", "fill_null", "map"]
 MaskingMethod = Literal["redact", "nullify", "partial", "numeric_bucket", "date_truncate"]
@@ -94,7 +93,14 @@ class SharedSchemaHint(MetadataModel):
         return self
 
 
-SqlExpression = Annotated[str, AfterValidator(validate_expression)]
+def _compiles(sql: str) -> str:
+    # sqlglot and Polars load with the first expression checked, not with the models (datacoolie_core.lazy)
+    from datacoolie_core.sql.to_polars import validate_expression
+
+    return validate_expression(sql)
+
+
+SqlExpression = Annotated[str, AfterValidator(_compiles)]
 """One SQL expression over the row's columns (Spark SQL), checked to compile when the metadata loads."""
 OptSqlExpression = Annotated[SqlExpression | None, BeforeValidator(strip_or_none)]
 

@@ -7,32 +7,43 @@ Example::
     result = get_reader(dataflow.source.connection.format).read(dataflow.source, ReadRequest(watermark=stored))
     if result is None:
         ...  # nothing qualifies: skip the dataflow, write nothing, keep the watermark
+
+A reader's module is imported on its first use (:class:`~datacoolie_core.lazy.LazyRegistry`): a run
+that reads parquet never imports the database reader.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 from datacoolie_core.errors import SourceError
+from datacoolie_core.lazy import LazyRegistry, lazy_exports
 from datacoolie_core.models.coerce import did_you_mean
-from datacoolie_core.sources.base import Reader, ReadRange, ReadRequest, ReadResult
-from datacoolie_core.sources.database import DatabaseReader
-from datacoolie_core.sources.delta import DeltaReader
-from datacoolie_core.sources.file import FileReader
-from datacoolie_core.sources.function import FunctionReader
 
-_FILE_READER = FileReader()
+if TYPE_CHECKING:
+    from datacoolie_core.sources.base import Reader, ReadRange, ReadRequest, ReadResult
+    from datacoolie_core.sources.database import DatabaseReader
+    from datacoolie_core.sources.delta import DeltaReader
+    from datacoolie_core.sources.file import FileReader
+    from datacoolie_core.sources.function import FunctionReader
 
-READERS: dict[str, Reader] = {
-    "parquet": _FILE_READER,
-    "csv": _FILE_READER,
-    "json": _FILE_READER,
-    "jsonl": _FILE_READER,
-    "avro": _FILE_READER,
-    "excel": _FILE_READER,
-    "delta": DeltaReader(),
-    "sql": DatabaseReader(),
-    "function": FunctionReader(),
-}
-"""Connection format -> reader."""
+_FILE_READER = "datacoolie_core.sources.file:FileReader"
+
+READERS: Mapping[str, Reader] = LazyRegistry(
+    {
+        "parquet": _FILE_READER,
+        "csv": _FILE_READER,
+        "json": _FILE_READER,
+        "jsonl": _FILE_READER,
+        "avro": _FILE_READER,
+        "excel": _FILE_READER,
+        "delta": "datacoolie_core.sources.delta:DeltaReader",
+        "sql": "datacoolie_core.sources.database:DatabaseReader",
+        "function": "datacoolie_core.sources.function:FunctionReader",
+    }
+)
+"""Connection format -> reader (the file formats share one ``FileReader``)."""
 
 UNSUPPORTED = {
     "iceberg": "read the table through a Delta copy or a function source",
@@ -53,6 +64,20 @@ def get_reader(fmt: str) -> Reader:
         raise SourceError(f"format '{fmt}' is not supported by this engine as a source; {UNSUPPORTED[fmt]}")
     raise SourceError(f"unknown source format '{fmt}'{did_you_mean(fmt, READERS)}; known formats: {', '.join(READERS)}")
 
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "Reader": "datacoolie_core.sources.base",
+        "ReadRange": "datacoolie_core.sources.base",
+        "ReadRequest": "datacoolie_core.sources.base",
+        "ReadResult": "datacoolie_core.sources.base",
+        "DatabaseReader": "datacoolie_core.sources.database",
+        "DeltaReader": "datacoolie_core.sources.delta",
+        "FileReader": "datacoolie_core.sources.file",
+        "FunctionReader": "datacoolie_core.sources.function",
+    },
+)
 
 __all__ = [
     "READERS",

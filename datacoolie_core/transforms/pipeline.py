@@ -49,6 +49,9 @@ DEFAULT_TRANSFORMERS: tuple[Transformer, ...] = (
 )
 """The built-in slots; stateless, so one instance serves every dataflow and thread."""
 
+TRANSFORMERS: dict[str, Transformer] = {transformer.name: transformer for transformer in DEFAULT_TRANSFORMERS}
+"""The built-in transformers by name (plugins: :func:`plugin_transformers`)."""
+
 PLUGIN_GROUP = "datacoolie.transformers"
 PLUGIN_ORDERS = range(40, 51)
 """Slots 40-50 belong to user plugins; everything else is the framework's."""
