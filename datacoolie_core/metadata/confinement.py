@@ -12,7 +12,6 @@ from __future__ import annotations
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.platform.paths import MAX_NAME_BYTES, PathEscapeError, confined_path, name_problem, shown
-from datacoolie_core.sql.references import query_reference_problems
 
 Problem = tuple[str, str]
 """(JSON path relative to the object, message)."""
@@ -90,6 +89,7 @@ def _escapes(side: str, base: str | None, schema: str | None, table: str | None)
 def _query(path: str, query: str) -> list[Problem]:
     # imported here: orchestration imports metadata, so a module-level import would be circular
     from datacoolie_core.orchestration.preparation.query import QueryFileError, check_reference, classify_query
+    from datacoolie_core.sql.references import query_reference_problems  # sqlglot: only for a query
 
     try:
         if classify_query(query) != "inline":

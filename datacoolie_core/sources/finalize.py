@@ -25,7 +25,6 @@ from datacoolie_core.sources.base import ReadRequest, ReadResult
 from datacoolie_core.sources.lookback import effective_lower_bounds
 from datacoolie_core.sources.shape import check_columns
 from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, stored_key, window_predicate
-from datacoolie_core.sql import SqlExpressionError, compile_expression
 from datacoolie_core.transforms.base import ColumnNameMode
 
 
@@ -145,6 +144,8 @@ def _effective(source: Source, request: ReadRequest) -> dict[str, Any] | None:
 
 
 def _compiled_filter(sql: str, schema: pl.Schema, label: str, now: datetime) -> pl.Expr:
+    from datacoolie_core.sql import SqlExpressionError, compile_expression  # only with a filter_expression
+
     try:
         return compile_expression(sql, schema=schema, now=now)
     except SqlExpressionError as e:

@@ -27,7 +27,6 @@ import polars as pl
 from datacoolie_core.errors import TransformError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Destination
-from datacoolie_core.sql import SqlExpressionError, compile_expression
 from datacoolie_core.transforms.base import ColumnNameMode, TransformContext
 from datacoolie_core.transforms.column_names import sanitize_name
 
@@ -178,6 +177,10 @@ def compile_sql(ctx: TransformContext, sql: str, schema: pl.Schema, *, key: str)
     Raises:
         TransformError: the expression names a column the data lacks or uses unsupported SQL.
     """
+    # sqlglot loads with the first expression compiled: a dataflow without SQL never pays for it
+    from datacoolie_core.sql.parse import SqlExpressionError
+    from datacoolie_core.sql.to_polars import compile_expression
+
     try:
         return compile_expression(sql, schema=schema, now=ctx.run_time)
     except SqlExpressionError as e:

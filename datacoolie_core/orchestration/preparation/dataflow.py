@@ -16,7 +16,6 @@ from datacoolie_core.models.dataflow import ConnectionRef, DataFlow, Destination
 from datacoolie_core.orchestration.preparation.query import QueryFileError, QueryRoots, resolve_query
 from datacoolie_core.platform.paths import PathEscapeError, ensure_confined
 from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
-from datacoolie_core.sql.references import query_reference_problems
 
 PreparationScope = Literal["etl", "maintenance"]
 
@@ -68,6 +67,8 @@ def _check_lakehouse_query(prepared: DataFlow, reference: str) -> None:
     """A query read from a file gets the same allow-list ``validate`` applies to inline SQL."""
     if prepared.source.connection.connection_type != "lakehouse" or not prepared.source.query:
         return
+    from datacoolie_core.sql.references import query_reference_problems  # sqlglot: only for a query
+
     problems = query_reference_problems(prepared.source.query)
     if problems:
         raise QueryFileError("; ".join(problems), reference=reference.strip(), dataflow=prepared.name)
