@@ -21,7 +21,6 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_dagster.example import DATA_ROOT, METADATA_PATH
-from datacoolie_dagster.example.generate import land_batch, landed_batches, next_batch
 from datacoolie_dagster.location.factory import build_definitions
 from datacoolie_dagster.location.resources import DataCoolieResource
 
@@ -50,6 +49,9 @@ def land_first_batch(root: Path) -> list[Path]:
 
     Safe when several steps of one run start side by side: a file already in place is kept.
     """
+    # the generator needs Polars: imported by the steps that land data, not by every code-location load
+    from datacoolie_dagster.example.generate import land_batch, landed_batches
+
     if landed_batches(root):
         return []
     return land_batch(root, 1)
@@ -66,6 +68,8 @@ class LandBatchConfig(dg.Config):
 
 @dg.op(name="land_batch", tags={EXAMPLE_TAG: "true"})
 def _land_batch(context: dg.OpExecutionContext, config: LandBatchConfig) -> dg.Output[None]:
+    from datacoolie_dagster.example.generate import land_batch, next_batch  # Polars: see land_first_batch
+
     root = Path(config.data_root)
     batch = config.batch or next_batch(root)
     written = land_batch(root, batch)

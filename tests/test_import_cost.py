@@ -1,0 +1,125 @@
+"""What a fresh process loads for the light entry points (issue 13): no speed asserted, only ``sys.modules``.
+
+``import datacoolie_core`` and ``datacoolie --help`` start every command, Dagster step subprocess and
+code server; they must not pay for Dagster, Polars, sqlglot (and its optimizer), deltalake, pyarrow or
+the pydantic models. The heavy pieces load on first use (``datacoolie_core/lazy.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import datacoolie_core
+from datacoolie_core.lazy import LazyRegistry
+
+HEAVY = ("dagster", "polars", "sqlglot", "sqlglot.optimizer", "deltalake", "pyarrow", "pandas", "pydantic", "yaml")
+"""Modules none of the light entry points may load."""
+
+CORE = Path(datacoolie_core.__file__).parent
+PACKAGES = sorted(
+    ".".join(("datacoolie_core", *init.parent.relative_to(CORE).parts)) for init in CORE.rglob("__init__.py")
+)
+
+
+def loaded_after(code: str, *, cwd: Path | None = None) -> list[str]:
+    """The :data:`HEAVY` modules in ``sys.modules`` after a fresh interpreter runs ``code``."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, check=True)
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def console_entry(*argv: str, exit_code: int) -> str:
+    """Code running the ``datacoolie`` console script as installed (its entry point) and checking its exit."""
+    return (
+        "from importlib.metadata import entry_points\n"
+        "main = entry_points(group='console_scripts')['datacoolie'].load()\n"
+        "try:\n"
+        f"    code = main({list(argv)!r})\n"
+        "except SystemExit as e:\n"
+        "    code = e.code\n"
+        f"assert code == {exit_code}, code\n"
+    )
+
+
+def test_import_datacoolie_core_loads_nothing_heavy() -> None:
+    assert loaded_after("import datacoolie_core") == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "exit_code"),
+    [(["--help"], 0), (["run", "--help"], 0), (["replay", "--help"], 0), (["maintenance", "--help"], 0),
+     (["state", "--help"], 0), (["validate", "--help"], 0), (["bogus"], 2), (["run"], 2)],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)  # fmt: skip
+def test_datacoolie_help_and_usage_errors_load_nothing_heavy(argv: list[str], exit_code: int) -> None:
+    assert loaded_after(console_entry(*argv, exit_code=exit_code)) == []
+
+
+def test_the_models_load_pydantic_only() -> None:
+    assert loaded_after("from datacoolie_core import DataFlow, DataCoolieRunConfig") == ["pydantic"]
+
+
+def test_validate_without_sql_loads_no_engine(tmp_path: Path) -> None:
+    # a metadata file without SQL expressions or queries: validating it needs no Polars or sqlglot
+    (tmp_path / "metadata.json").write_text(
+        json.dumps(
+            {
+                "connections": [
+                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
+                    {"name": "bronze", "format": "delta", "configure": {"base_path": "./bronze"}},
+                ],
+                "dataflows": [
+                    {
+                        "name": "orders",
+                        "source": {"connection_name": "landing", "table": "orders"},
+                        "destination": {"connection_name": "bronze", "table": "orders", "load_type": "append"},
+                    }
+                ],
+            }
+        )
+    )
+    code = console_entry("validate", "metadata.json", exit_code=0)
+    assert loaded_after(code, cwd=tmp_path) == ["pydantic", "yaml"]
+
+
+def test_unknown_reader_and_writer_list_formats_without_loading_them() -> None:
+    code = (
+        "from datacoolie_core.sources import get_reader\n"
+        "from datacoolie_core.destinations import get_writer\n"
+        "for get in (get_reader, get_writer):\n"
+        "    try:\n"
+        "        get('nope')\n"
+        "    except Exception as e:\n"
+        "        assert 'parquet' in str(e), e\n"
+    )
+    assert loaded_after(code) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_public_name_of_a_package_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = [name for name in getattr(module, "__all__", []) if not hasattr(module, name)]
+    assert missing == []
+    assert set(getattr(module, "__all__", [])) <= set(dir(module))
+
+
+def test_an_unknown_package_attribute_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="module 'datacoolie_core.models' has no attribute 'DataFlo'"):
+        importlib.import_module("datacoolie_core.models").DataFlo  # noqa: B018
+
+
+def test_registry_builds_each_entry_once_and_shares_equal_entries() -> None:
+    registry: LazyRegistry[object] = LazyRegistry(
+        {"a": "collections:OrderedDict", "b": "collections:OrderedDict", "c": ("fractions:Fraction", 3, 4)}
+    )
+    assert list(registry) == ["a", "b", "c"] and len(registry) == 3 and "a" in registry
+    assert registry["a"] is registry["b"] is registry["a"]
+    assert str(registry["c"]) == "3/4"
+    with pytest.raises(KeyError):
+        registry["d"]
