@@ -110,7 +110,7 @@ def test_every_public_name_of_a_package_resolves(package: str) -> None:
 
 
 def test_an_unknown_package_attribute_is_an_attribute_error() -> None:
-    with pytest.raises(AttributeError, match="module 'datacoolie_core.models' has no attribute 'DataFlo'"):
+    with pytest.raises(AttributeError, match=r"module 'datacoolie_core\.models' has no attribute 'DataFlo'"):
         importlib.import_module("datacoolie_core.models").DataFlo  # noqa: B018
 
 
@@ -118,7 +118,9 @@ def test_registry_builds_each_entry_once_and_shares_equal_entries() -> None:
     registry: LazyRegistry[object] = LazyRegistry(
         {"a": "collections:OrderedDict", "b": "collections:OrderedDict", "c": ("fractions:Fraction", 3, 4)}
     )
-    assert list(registry) == ["a", "b", "c"] and len(registry) == 3 and "a" in registry
+    assert list(registry) == ["a", "b", "c"]
+    assert len(registry) == 3
+    assert "a" in registry
     assert registry["a"] is registry["b"] is registry["a"]
     assert str(registry["c"]) == "3/4"
     with pytest.raises(KeyError):
