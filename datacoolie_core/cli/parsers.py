@@ -98,7 +98,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 STATE_ACTIONS = ("show", "repair", "reset")
 _STATE_HELP = """\
-Look at, and deliberately fix, one dataflow's state.
+``datacoolie state show | repair | reset``: look at, and deliberately fix, one dataflow's state.
 
 The engine refuses to run on damaged state (see ``docs/state.md``); these commands are the way out.
 ``show`` prints the watermark, the commit journal and what the destination's Delta log holds, and
