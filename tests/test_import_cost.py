@@ -88,6 +88,12 @@ def test_validate_without_sql_loads_no_engine(tmp_path: Path) -> None:
     assert loaded_after(code, cwd=tmp_path) == ["pydantic", "yaml"]
 
 
+def test_datacoolie_dagster_and_its_metadata_check_load_no_dagster() -> None:
+    # core's validator loads the configure.dagster check (an entry point) for every metadata file
+    assert loaded_after("import datacoolie_dagster") == []
+    assert loaded_after("import datacoolie_dagster.location.settings") == ["pydantic"]
+
+
 def test_unknown_reader_and_writer_list_formats_without_loading_them() -> None:
     code = (
         "from datacoolie_core.sources import get_reader\n"
