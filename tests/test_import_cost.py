@@ -122,7 +122,7 @@ def test_an_unknown_package_attribute_is_an_attribute_error() -> None:
 
 def test_registry_builds_each_entry_once_and_shares_equal_entries() -> None:
     registry: LazyRegistry[object] = LazyRegistry(
-        {"a": "collections:OrderedDict", "b": "collections:OrderedDict", "c": ("fractions:Fraction", 3, 4)}
+        {"a": "collections:OrderedDict", "b": "collections:OrderedDict", "c": ("fractions:Fraction", "3/4")}
     )
     assert list(registry) == ["a", "b", "c"]
     assert len(registry) == 3
