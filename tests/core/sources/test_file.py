@@ -277,13 +277,6 @@ def test_empty_folder_is_skipped_and_missing_folder_is_an_error(tmp_path: Path) 
         read(missing)
 
 
-def test_date_folder_partitions_are_not_supported_yet(tmp_path: Path) -> None:
-    folder_of(tmp_path)
-    source = file_source(tmp_path, "csv", configure={"date_folder_partitions": "{year}/{month}/{day}"})
-    with pytest.raises(SourceError, match="date_folder_partitions are not supported yet"):
-        read(source)
-
-
 def test_hive_partitioning_reads_recursively_with_partition_columns(tmp_path: Path) -> None:
     folder = folder_of(tmp_path)
     write(folder, "year=2023/part-0.parquet", pl.DataFrame({"id": [1]}), minute=1)
