@@ -131,8 +131,12 @@ def test_xxhash64_is_the_signed_xxh64_of_the_payload_with_seed_42(make_ctx: Make
     ctx = make_ctx(transform={"hash_columns": hashes})
     long_text = "x" * 40  # past 32 bytes: XXH64's four-lane stripe loop runs
     frame = pl.DataFrame(
-        {"s": ["ab", None, "é€", long_text], "i": [1, -2, None, 0], "b": [True, False, None, True],
-         "d": [date(2024, 1, 2), None, None, date(1999, 12, 31)]}  # fmt: skip
+        {
+            "s": ["ab", None, "é€", long_text],
+            "i": [1, -2, None, 0],
+            "b": [True, False, None, True],
+            "d": [date(2024, 1, 2), None, None, date(1999, 12, 31)],
+        }  # fmt: skip
     )
     payloads = [
         "DCH1;S2:ab;I1:1;B4:true;D10:2024-01-02;",

@@ -21,8 +21,12 @@ def _payload(s: str | None, i: int | None, b: bool | None, d: date | None) -> st
         return f"{tag}N;" if text is None else f"{tag}{len(text.encode('utf-8'))}:{text};"
 
     flag = None if b is None else str(b).lower()
-    return "DCH1;" + part("S", s) + part("I", None if i is None else str(i)) + part("B", flag) + part(
-        "D", None if d is None else d.isoformat()
+    return (
+        "DCH1;"
+        + part("S", s)
+        + part("I", None if i is None else str(i))
+        + part("B", flag)
+        + part("D", None if d is None else d.isoformat())
     )
 
 
