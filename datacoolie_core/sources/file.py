@@ -3,7 +3,7 @@
 The source folder is ``base_path/schema_name/table`` (relative paths resolve against the working
 directory). It is listed, not globbed: files with the format's extension (``excel`` -> ``.xlsx``),
 non-recursive unless ``connection.configure.use_hive_partitioning`` (then recursive, and parquet
-gets Hive ``key=value`` columns). Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``,
+gets Hive ``key=value`` columns typed as Spark types them, :mod:`hive`). Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``,
 ``_delta_log``) are skipped, as Spark and Hive do. Files are read in (mtime, path) order, so a read
 is deterministic.
 
@@ -52,6 +52,7 @@ from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
 from datacoolie_core.sources.date_folders import find_date_folders, folder_bounds, source_levels, watermark_value
 from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
+from datacoolie_core.sources.hive import partition_columns, with_partitions
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
@@ -88,7 +89,8 @@ class FileReader:
         if not files:
             return None
         scans = list(zip(_scan_files(files, fmt, source.read_options, hive=hive, label=label), files, strict=True))
-        kept = [(f, _tag(lf, f)) for lf, f in scans if lf is not None]
+        parts = partition_columns([f.path for f in files], folder, label=label) if hive and fmt == "parquet" else {}
+        kept = [(f, _tag(with_partitions(lf, parts.get(f.path, [])), f)) for lf, f in scans if lf is not None]
         if not kept:
             return None
         check_files([(f.path, frame) for f, frame in kept], source, request, label=label)
@@ -178,8 +180,9 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
     """
     try:
         if fmt == "parquet":
+            # partition columns are typed over every file, as Spark does (:mod:`hive`), not per file
             return pl.scan_parquet(
-                path, hive_partitioning=hive, **polars_options(pl.scan_parquet, options, label=label)
+                path, hive_partitioning=False, **polars_options(pl.scan_parquet, options, label=label)
             )
         if fmt == "csv":
             return read_csv_strings(path, csv_options(options, label=label), label=label)

@@ -234,3 +234,14 @@ def test_an_unreadable_stored_folder_bound_is_an_error(tmp_path: Path) -> None:
     source = file_source(tmp_path, "parquet", configure=DAILY, watermark_columns=[DFP])
     with pytest.raises(SourceError, match=r"bound 'yesterday' is not an ISO date.*fix or delete the stored watermark"):
         read(source, {DFP: "yesterday"})
+
+
+def test_hive_style_date_folders_become_typed_columns_with_hive_partitioning(tmp_path: Path) -> None:
+    pattern = {"date_folder_partitions": "year={year}/month={month}", "use_hive_partitioning": True}
+    source = file_source(tmp_path, "parquet", configure=pattern, watermark_columns=[DFP])
+    land(tmp_path, "year=2025/month=12", 1)
+    land(tmp_path, "year=2026/month=01", 2)
+    result = read_ok(source, {DFP: "2026-01-01T00:00:00"})
+    assert result.data.select("id", "year", "month").to_dicts() == [{"id": 2, "year": 2026, "month": 1}]
+    assert result.data.schema["month"] == pl.Int32  # Spark's partition type for "01"
+    assert result.runtime.watermark_after == {DFP: "2026-01-01T00:00:00"}
