@@ -107,6 +107,19 @@ class FileReader:
         return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
 
 
+def list_source_files(source: Source, *, label: str) -> list[FileInfo]:
+    """Every file the reader could read for ``source`` (all date folders, no watermark), by (mtime, path).
+
+    What a change sensor fingerprints: a date-folder source's files sit in its date folders.
+
+    Raises:
+        SourceError: no path, a missing folder, or an unreadable date-folder pattern.
+    """
+    fmt = source.connection.format or "parquet"
+    hive = source.connection.configure.use_hive_partitioning
+    return _listing(source, ReadRequest(), _folder(source, label), EXTENSIONS[fmt], recursive=hive, label=label)[0]
+
+
 def _listing(
     source: Source, request: ReadRequest, folder: str, extension: str, *, recursive: bool, label: str
 ) -> tuple[list[FileInfo], dict[str, datetime]]:
@@ -180,9 +193,8 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
     """
     try:
         if fmt == "parquet":
-            # partition columns are typed over every file, as Spark does (:mod:`hive`), not per file
             return pl.scan_parquet(
-                path, hive_partitioning=False, **polars_options(pl.scan_parquet, options, label=label)
+                path, hive_partitioning=hive, **polars_options(pl.scan_parquet, options, label=label)
             )
         if fmt == "csv":
             return read_csv_strings(path, csv_options(options, label=label), label=label)
