@@ -11,7 +11,6 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core.errors import TransformError
 from datacoolie_core.transforms import HashColumnAdder
-
 from tests.support.xxh64 import signed, xxh64
 
 from .conftest import MakeCtx
