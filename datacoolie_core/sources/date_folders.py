@@ -96,6 +96,20 @@ def find_date_folders(
     return sorted(found, key=lambda f: f.start)
 
 
+def folder_date_of(source: Source, path: str, *, label: str) -> datetime | None:
+    """The start (UTC, aware) of the date folder holding file ``path`` of a date-folder source;
+    ``None`` when the source has no date folders or the file is not under one."""
+    levels = source_levels(source, label)
+    if levels is None or not source.path:
+        return None
+    parts = os.path.relpath(os.path.dirname(path), source.path).split(os.sep)[: len(levels)]
+    matches = [level.regex.fullmatch(part) for level, part in zip(levels, parts, strict=False)]
+    if len(parts) < len(levels) or any(m is None for m in matches):
+        return None
+    values = tuple(int(m.group(1)) for m in matches if m is not None)
+    return _span(values, path, label)[0].replace(tzinfo=UTC)
+
+
 def watermark_value(start: datetime) -> str:
     """How a folder date is stored in the watermark: its ISO string, as DataCoolie stores it."""
     return start.isoformat()
