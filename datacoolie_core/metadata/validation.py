@@ -19,6 +19,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from datacoolie_core.columns import DATE_FOLDER_PARTITION
 from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.metadata.confinement import connection_problems, dataflow_problems
 from datacoolie_core.metadata.sections import (
@@ -32,6 +33,7 @@ from datacoolie_core.models.base import OpenConfigure
 from datacoolie_core.models.coerce import closest, describe, did_you_mean
 from datacoolie_core.models.connection import SECRET_KEYS, Connection
 from datacoolie_core.models.dataflow import DataFlow
+from datacoolie_core.models.date_pattern import parse_pattern
 from datacoolie_core.models.transform import SharedSchemaHint
 from datacoolie_core.platform.paths import shown
 
@@ -223,6 +225,7 @@ def _validate_dataflows(
         ]
         if not problems:  # confinement needs both connections resolved
             problems += [(f"{prefix}.{path}", message) for path, message in dataflow_problems(dataflow)]
+            problems += _date_folder_problems(dataflow, prefix, connections)
         if dataflow.dataflow_id in ids:
             problems.append(
                 (
@@ -248,6 +251,34 @@ def _validate_dataflows(
             continue
         valid.append(dataflow)
     return tuple(valid)
+
+
+def _date_folder_problems(
+    dataflow: DataFlow, prefix: str, connections: dict[str, tuple[int, Connection | None]]
+) -> list[tuple[str, str]]:
+    """A source's date-folder pattern must be readable (S-12), and its folder key needs one."""
+    source = dataflow.source
+    pattern = source.connection.configure.date_folder_partitions
+    if pattern:
+        try:
+            parse_pattern(pattern)
+        except ValueError as e:
+            name = source.connection_name
+            where = (
+                f"connections[{connections[name][0]}].configure"
+                if name in connections and source.inline_connection is None
+                else f"{prefix}.source.connection.configure"
+            )
+            return [(f"{where}.date_folder_partitions", f"date_folder_partitions {pattern!r} cannot be read: {e}")]
+    elif any(c.lower() == DATE_FOLDER_PARTITION for c in source.watermark_columns):
+        return [
+            (
+                f"{prefix}.source.watermark_columns",
+                f"{DATE_FOLDER_PARTITION} needs the source connection's configure.date_folder_partitions "
+                "(e.g. '{year}/{month}/{day}'); set it or remove the column",
+            )
+        ]
+    return []
 
 
 def _validate_schema_hints(

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from datacoolie_core.columns import DATE_FOLDER_PARTITION
 from datacoolie_core.models.base import (
     Bool,
     JsonObject,
@@ -333,8 +334,11 @@ class DataFlow(MetadataModel):
 
     @property
     def order_columns(self) -> list[str]:
-        """Effective dedup order: ``transform.latest_data_columns`` else the watermark columns."""
-        return self.transform.latest_data_columns or self.source.watermark_columns
+        """Effective dedup order: ``transform.latest_data_columns`` else the watermark columns that are
+        data columns (``__date_folder_partition__`` is a folder date, not a column of the rows)."""
+        return self.transform.latest_data_columns or [
+            c for c in self.source.watermark_columns if c.lower() != DATE_FOLDER_PARTITION
+        ]
 
     @property
     def label(self) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 
 from datacoolie_core import faults
+from datacoolie_core.columns import DATE_FOLDER_PARTITION
 from datacoolie_core.destinations import get_writer
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
 from datacoolie_core.destinations.touched import touched_windows
@@ -194,7 +195,11 @@ def _replace_window(dataflow: DataFlow, result: ReadResult) -> ReplaceWindow | N
     if not destination.configure.replace_by_watermark or destination.load_type != "merge_overwrite":
         return None
     lower, upper = result.runtime.watermark_effective or {}, result.runtime.watermark_after or {}
-    bounds = {col: (lower[col], upper[col]) for col in upper if lower.get(col) is not None and upper[col] is not None}
+    bounds = {
+        col: (lower[col], upper[col])
+        for col in upper
+        if lower.get(col) is not None and upper[col] is not None and col.lower() != DATE_FOLDER_PARTITION
+    }  # the folder date is no column of the target: the window is on the data watermark columns
     return ReplaceWindow(bounds) if bounds else None
 
 

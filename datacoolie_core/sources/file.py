@@ -3,7 +3,7 @@
 The source folder is ``base_path/schema_name/table`` (relative paths resolve against the working
 directory). It is listed, not globbed: files with the format's extension (``excel`` -> ``.xlsx``),
 non-recursive unless ``connection.configure.use_hive_partitioning`` (then recursive, and parquet
-gets Hive ``key=value`` columns). Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``,
+gets Hive ``key=value`` columns typed as Spark types them, :mod:`hive`). Names starting with ``.`` or ``_`` (``_SUCCESS``, ``.crc``,
 ``_delta_log``) are skipped, as Spark and Hive do. Files are read in (mtime, path) order, so a read
 is deterministic.
 
@@ -14,7 +14,9 @@ column missing from some files is null there and differing dtypes widen to a com
 ``__file_modification_time`` in ``watermark_columns`` prunes files *before* reading: only files with
 mtime ``> stored`` (replay: ``start <=`` mtime ``< end``); its new watermark is the newest mtime
 read. Like DataCoolie, this pruning applies in addition to (not OR-ed with) the data columns' window.
-Date-folder partitions (``date_folder_partitions``, S-12) are not supported yet.
+Date-folder partitions (``date_folder_partitions``, S-12): only the files of the date folders that
+meet the stored ``__date_folder_partition__`` (or a replay range on it) are listed
+(:mod:`date_folders`); the new watermark records the newest folder read.
 
 CSV and JSON lines are read as Spark 3.5 reads them, with Spark's option names and defaults: CSV
 columns are text unless ``inferSchema`` (decided over every row of every file) or a schema hint types
@@ -48,7 +50,9 @@ from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
+from datacoolie_core.sources.date_folders import find_date_folders, folder_bounds, source_levels, watermark_value
 from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
+from datacoolie_core.sources.hive import partition_columns, with_partitions
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
@@ -76,7 +80,7 @@ class FileReader:
         fmt = source.connection.format or "parquet"
         folder = _folder(source, label)
         hive = source.connection.configure.use_hive_partitioning
-        listed = list_files(folder, EXTENSIONS[fmt], recursive=hive, label=label)
+        listed, folder_of = _listing(source, request, folder, EXTENSIONS[fmt], recursive=hive, label=label)
         files = prune_by_mtime(listed, source, request, label=label)
         for info in files:  # a file read through a symlink out of the root is refused (docs/confinement.md)
             ensure_confined(source.connection.base_path or folder, info.path, what="source file")
@@ -85,7 +89,8 @@ class FileReader:
         if not files:
             return None
         scans = list(zip(_scan_files(files, fmt, source.read_options, hive=hive, label=label), files, strict=True))
-        kept = [(f, _tag(lf, f)) for lf, f in scans if lf is not None]
+        parts = partition_columns([f.path for f in files], folder, label=label) if hive and fmt == "parquet" else {}
+        kept = [(f, _tag(with_partitions(lf, parts.get(f.path, [])), f)) for lf, f in scans if lf is not None]
         if not kept:
             return None
         check_files([(f.path, frame) for f, frame in kept], source, request, label=label)
@@ -93,8 +98,45 @@ class FileReader:
         lf = pl.concat(frames, how="diagonal_relaxed")
         if fmt == "csv":
             lf = _inferred(lf, source, label)
-        pseudo = {key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)}
+        pseudo: dict[str, Any] = {
+            key: max(f.modified for f in files) for key in source.watermark_columns if _is_mtime(key)
+        }
+        if folder_of:  # S-12: the newest date folder a file was read from
+            pseudo[DATE_FOLDER_PARTITION] = watermark_value(max(folder_of[f.path] for f in files))
+            action["date_folders_read"] = sorted({os.path.dirname(f.path) for f in files})
         return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
+
+
+def list_source_files(source: Source, *, label: str) -> list[FileInfo]:
+    """Every file the reader could read for ``source`` (all date folders, no watermark), by (mtime, path).
+
+    What a change sensor fingerprints: a date-folder source's files sit in its date folders.
+
+    Raises:
+        SourceError: no path, a missing folder, or an unreadable date-folder pattern.
+    """
+    fmt = source.connection.format or "parquet"
+    hive = source.connection.configure.use_hive_partitioning
+    return _listing(source, ReadRequest(), _folder(source, label), EXTENSIONS[fmt], recursive=hive, label=label)[0]
+
+
+def _listing(
+    source: Source, request: ReadRequest, folder: str, extension: str, *, recursive: bool, label: str
+) -> tuple[list[FileInfo], dict[str, datetime]]:
+    """The files to consider, and (date-folder sources, S-12) each file's folder date."""
+    levels = source_levels(source, label)
+    if levels is None:
+        return list_files(folder, extension, recursive=recursive, label=label), {}
+    lower, upper = folder_bounds(source, request, label)
+    if not os.path.isdir(folder):
+        list_files(folder, extension, recursive=recursive, label=label)  # raises the missing-folder error
+    listed: list[FileInfo] = []
+    folder_of: dict[str, datetime] = {}
+    for date_folder in find_date_folders(folder, levels, lower=lower, upper=upper, label=label):
+        for info in list_files(date_folder.path, extension, recursive=recursive, label=label):
+            listed.append(info)
+            folder_of[info.path] = date_folder.start
+    return sorted(listed, key=lambda f: (f.modified, f.path)), folder_of
 
 
 def _inferred(lf: pl.LazyFrame, source: Source, label: str) -> pl.LazyFrame:
@@ -228,11 +270,12 @@ def _tag(lf: pl.LazyFrame, info: FileInfo) -> pl.LazyFrame:
 
 
 def _folder(source: Source, label: str) -> str:
-    configure = source.connection.configure
-    if configure.date_folder_partitions or any(c.lower() == DATE_FOLDER_PARTITION for c in source.watermark_columns):
+    if not source.connection.configure.date_folder_partitions and any(
+        c.lower() == DATE_FOLDER_PARTITION for c in source.watermark_columns
+    ):
         raise SourceError(
-            f"{label}: date_folder_partitions are not supported yet by this engine; "
-            "use __file_modification_time as the watermark column, or hive partitioning"
+            f"{label}: watermark column {DATE_FOLDER_PARTITION} needs connection.configure.date_folder_partitions; "
+            "set the pattern of the folders (e.g. '{year}/{month}/{day}') or remove the column"
         )
     path = source.path
     if not path:

@@ -15,7 +15,9 @@ accounting period still open). Pure arithmetic, no I/O:
 Temporal values are ``date``, ``datetime`` and ISO-8601 strings (DataCoolie 0.1.7 stored string
 watermarks); a value keeps its type: a date stays a date, an aware datetime stays aware in its own
 zone, a string comes back as a string in the same shape. A date moved back by hours is floored to
-the day, so the window only ever grows. Non-temporal values (numbers, other strings) are returned
+the day, so the window only ever grows. When the watermark holds ``__date_folder_partition__`` (a
+date-folder source), only that key moves back: the folders re-read are the look-back, and the data
+columns keep their exact stored value. Non-temporal values (numbers, other strings) are returned
 unchanged. Without a stored watermark (first run) there is nothing to move; the upper bound of a
 read is never shifted, and a replay range gets no look-back at all (the caller does not ask).
 """
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from datacoolie_core.columns import DATE_FOLDER_PARTITION
 from datacoolie_core.models.connection import BackwardConfig
 
 
@@ -57,7 +60,14 @@ def effective_lower_bounds(
         return None
     if backward is None or not _has_offset(backward):
         return dict(watermark)
-    return {key: shift_value(value, backward, reference_time=reference_time) for key, value in watermark.items()}
+    # S-07: with a date-folder key, only the folder bound moves back; the data columns keep their exact value
+    folder_only = any(key.lower() == DATE_FOLDER_PARTITION for key in watermark)
+    return {
+        key: shift_value(value, backward, reference_time=reference_time)
+        if not folder_only or key.lower() == DATE_FOLDER_PARTITION
+        else value
+        for key, value in watermark.items()
+    }
 
 
 def shift_value(value: Any, backward: BackwardConfig, *, reference_time: datetime) -> Any:

@@ -4,8 +4,11 @@
 ``"DCH1;"`` then per column ``"<T>N;"`` for null, else ``"<T><utf8 byte length>:<text>;"``. The tag
 T is ``S`` string, ``I`` integer (decimal text), ``B`` boolean (``true``/``false``), ``D`` date
 (``YYYY-MM-DD``). The byte-length prefix makes ``("ab", "c")`` and ``("a", "bc")`` differ. The value
-is the lowercase hex SHA-256 of that payload: the payload is built with Polars string expressions;
-only the hashing itself runs per row in Python (hashlib).
+is the lowercase hex SHA-256 of that payload (``algorithm: sha256``, a String column) or, with
+``algorithm: xxhash64`` (DataCoolie 0.2.0), XXH64 of the payload's UTF-8 bytes with seed 42 read as a
+*signed* 64-bit integer (an Int64 column): what Spark's ``xxhash64(payload)`` returns, Spark's default
+seed being 42. The payload is built with Polars string expressions; only the hashing itself runs per
+row in Python (hashlib, the ``xxhash`` binding of the reference C library).
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ from datacoolie_core.transforms.base import TransformContext
 from datacoolie_core.transforms.resolve import find_column, reserved_match, resolve_columns, transform_error
 
 PAYLOAD_PREFIX = "DCH1;"
+XXHASH64_SEED = 42
+"""Spark's ``xxhash64`` seed, which DataCoolie 0.2.0 keeps."""
 
 
 class HashColumnAdder:
-    """Add one ``sha256`` / ``dc_hash_v1`` column per ``transform.hash_columns`` entry.
+    """Add one ``dc_hash_v1`` column (``sha256`` or ``xxhash64``) per ``transform.hash_columns`` entry.
 
     The target must not exist already nor be a framework column; source columns follow
-    ``missing_column_policy`` (an entry left with no column is skipped). ``xxhash64`` is not
-    supported yet (TransformError). Label ``HashColumnAdder``.
+    ``missing_column_policy`` (an entry left with no column is skipped). Label ``HashColumnAdder``.
     """
 
     name = "HashColumnAdder"
@@ -42,19 +46,14 @@ class HashColumnAdder:
             columns = resolve_columns(ctx, schema.names(), definition.columns, key=f"{key}.columns")
             if columns:
                 payload = dc_hash_v1_payload([(name, schema[name]) for name in columns], ctx=ctx, key=key)
-                frame = frame.with_columns(sha256_hex(payload).alias(definition.target_column))
+                digest = xxhash64_signed(payload) if definition.algorithm == "xxhash64" else sha256_hex(payload)
+                frame = frame.with_columns(digest.alias(definition.target_column))
                 added = True
         return frame, self.name if added else None
 
 
 def _check_definition(ctx: TransformContext, definition: HashColumn, key: str, names: list[str]) -> None:
     target = definition.target_column
-    if definition.algorithm != "sha256":
-        raise transform_error(
-            ctx,
-            f"{key}.algorithm '{definition.algorithm}' is not supported yet (Spark-compatible xxhash64 is not implemented)",
-            "use algorithm 'sha256'",
-        )
     if reserved_match(target, TRAILING_COLUMNS):
         raise transform_error(ctx, f"{key}.target_column '{target}' is a framework column", "choose another name")
     existing = find_column(names, target, ctx.column_name_mode)
@@ -106,3 +105,18 @@ def _sha256_batch(values: pl.Series) -> pl.Series:
         [None if v is None else hashlib.sha256(v.encode("utf-8")).hexdigest() for v in values.to_list()],
         dtype=pl.String,
     )
+
+
+def xxhash64_signed(payload: pl.Expr) -> pl.Expr:
+    """XXH64 (seed 42) of a String expression's UTF-8 bytes as a signed Int64, row by row (nulls stay null)."""
+    return payload.map_batches(_xxhash64_batch, return_dtype=pl.Int64, is_elementwise=True)
+
+
+def _xxhash64_batch(values: pl.Series) -> pl.Series:
+    import xxhash  # imported on first use: most dataflows hash nothing
+
+    def signed(text: str) -> int:
+        digest = xxhash.xxh64_intdigest(text.encode("utf-8"), seed=XXHASH64_SEED)
+        return digest - (1 << 64) if digest >= 1 << 63 else digest  # Spark's long is signed
+
+    return pl.Series(values.name, [None if v is None else signed(v) for v in values.to_list()], dtype=pl.Int64)

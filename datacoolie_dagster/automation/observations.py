@@ -6,7 +6,7 @@ reading the data:
 * Delta (``format: delta``, table or query): the version of every external table it reads,
   from the log only (``DeltaTable(path).version()``).
 * Files (parquet, csv, json, jsonl, avro, excel): the count and newest modification time of the
-  files the reader would list (same extension, hidden-file and hive-recursion rules).
+  files the reader would list (same extension, hidden-file and hive-recursion rules, every date folder).
 * Databases (``format: sql``, SQLite/PostgreSQL): ``SELECT COUNT(*), MAX(<watermark column>)…``
   over the table or query, built as a sqlglot tree (identifiers quoted, nothing concatenated).
 
@@ -31,7 +31,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
-from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_files
+from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import parse_query, table_query
 from datacoolie_dagster.location.tables import SourceRef
@@ -115,8 +115,7 @@ def source_files(dataflow: DataFlow, label: str) -> list[FileInfo]:
     source = dataflow.source
     if not source.path:
         raise SourceError(f"{label}: a file source needs connection base_path and table; set configure.base_path")
-    hive = source.connection.configure.use_hive_partitioning
-    return list_files(source.path, EXTENSIONS[source.connection.format or ""], recursive=hive, label=label)
+    return list_source_files(source, label=label)  # date-folder sources: the files of every date folder
 
 
 def files_fingerprint(files: Sequence[FileInfo]) -> Fingerprint:

@@ -30,8 +30,9 @@ from deltalake.exceptions import DeltaError
 from sqlglot import exp
 
 from datacoolie_core import DataFlow
-from datacoolie_core.columns import FILE_MODIFICATION_TIME
+from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
+from datacoolie_core.sources.date_folders import folder_date_of
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_dagster.automation.observations import (
@@ -97,6 +98,9 @@ def _file_change(dataflow: DataFlow, column: str, before: dict[str, Any] | None,
     new = _new_files(files, before)
     if column.lower() == FILE_MODIFICATION_TIME:
         return Change(frozenset(keys_of(pl.Series([f.modified for f in new]))), state)
+    if column.lower() == DATE_FOLDER_PARTITION:  # S-12: a file's window is its folder's date
+        dates = [folder_date_of(dataflow.source, f.path, label=label) for f in new]
+        return Change(frozenset(keys_of(pl.Series(dates, dtype=pl.Datetime("us", "UTC")))), state)
     source = dataflow.source
     hive = source.connection.configure.use_hive_partitioning
     keys: set[str] = set()

@@ -193,6 +193,7 @@ def spark_dtype(field_type: Any) -> pl.DataType:
     simple: dict[type, pl.DataType] = {
         t.StringType: pl.String(), t.IntegerType: pl.Int32(), t.LongType: pl.Int64(), t.DoubleType: pl.Float64(),
         t.BooleanType: pl.Boolean(), t.TimestampType: pl.Datetime("us", "UTC"), t.DateType: pl.Date(),
+        t.NullType: pl.Null(),
     }  # fmt: skip
     if isinstance(field_type, t.DecimalType):
         return pl.Decimal(field_type.precision, field_type.scale)

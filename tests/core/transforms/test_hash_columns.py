@@ -11,6 +11,7 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core.errors import TransformError
 from datacoolie_core.transforms import HashColumnAdder
+from tests.support.xxh64 import signed, xxh64
 
 from .conftest import MakeCtx
 
@@ -81,15 +82,11 @@ def test_unsupported_dtypes_are_refused(make_ctx: MakeCtx, values: pl.Series, dt
         ({"target_column": "V", "columns": ["v"]}, r"target_column 'V' already exists in the data as 'v'"),
         ({"target_column": "__updated_at", "columns": ["v"]}, r"target_column '__updated_at' is a framework column"),
         (
-            {"target_column": "h", "columns": ["v"], "algorithm": "xxhash64"},
-            r"algorithm 'xxhash64' is not supported yet",
-        ),
-        (
             {"target_column": "h", "columns": ["w"]},
             r"hash_columns\[0\].columns names column 'w', which is not in the data",
         ),
     ],
-    ids=["target-exists", "target-reserved", "xxhash64", "missing-source-column"],
+    ids=["target-exists", "target-reserved", "missing-source-column"],
 )
 def test_definition_errors(make_ctx: MakeCtx, definition: dict[str, Any], message: str) -> None:
     ctx = make_ctx(transform={"hash_columns": [definition]})
@@ -114,3 +111,56 @@ def test_no_hash_columns_is_a_no_op(make_ctx: MakeCtx) -> None:
 
     assert label is None
     assert_frame_equal(out.collect(), frame.collect())
+
+
+# --- xxhash64 (DataCoolie 0.2.0): XXH64 of the dc_hash_v1 payload, seed 42, as a signed long ------
+
+
+@pytest.mark.parametrize(
+    ("data", "seed", "digest"),
+    [(b"", 0, 0xEF46DB3751D8E999), (b"a", 0, 0xD24EC4F1A98C6E5B), (b"abc", 0, 0x44BC2CF5AD770999)],
+    ids=["empty", "a", "abc"],
+)
+def test_the_reference_xxh64_matches_published_vectors(data: bytes, seed: int, digest: int) -> None:
+    assert xxh64(data, seed) == digest
+
+
+def test_xxhash64_is_the_signed_xxh64_of_the_payload_with_seed_42(make_ctx: MakeCtx) -> None:
+    hashes = [{"target_column": "h", "columns": ["s", "i", "b", "d"], "algorithm": "xxhash64"}]
+    ctx = make_ctx(transform={"hash_columns": hashes})
+    long_text = "x" * 40  # past 32 bytes: XXH64's four-lane stripe loop runs
+    frame = pl.DataFrame(
+        {
+            "s": ["ab", None, "é€", long_text],
+            "i": [1, -2, None, 0],
+            "b": [True, False, None, True],
+            "d": [date(2024, 1, 2), None, None, date(1999, 12, 31)],
+        }
+    )
+    payloads = [
+        "DCH1;S2:ab;I1:1;B4:true;D10:2024-01-02;",
+        "DCH1;SN;I2:-2;B5:false;DN;",
+        "DCH1;S5:é€;IN;BN;DN;",
+        f"DCH1;S40:{long_text};I1:0;B4:true;D10:1999-12-31;",
+    ]
+
+    out = HashColumnAdder().apply(frame.lazy(), ctx)[0].collect()
+
+    expected = [signed(xxh64(p.encode("utf-8"), 42)) for p in payloads]
+    assert out.schema["h"] == pl.Int64
+    assert out["h"].to_list() == expected
+    assert any(v < 0 for v in expected)
+    assert any(v > 0 for v in expected)
+
+
+def test_sha256_and_xxhash64_columns_side_by_side(make_ctx: MakeCtx) -> None:
+    hashes = [
+        {"target_column": "row_sha", "columns": ["v"]},
+        {"target_column": "row_xx", "columns": ["v"], "algorithm": "xxhash64"},
+    ]
+    ctx = make_ctx(transform={"hash_columns": hashes})
+
+    out = HashColumnAdder().apply(pl.LazyFrame({"v": ["x"]}), ctx)[0].collect()
+
+    expected = {"v": ["x"], "row_sha": [sha("DCH1;S1:x;")], "row_xx": [signed(xxh64(b"DCH1;S1:x;", 42))]}
+    assert_frame_equal(out, pl.DataFrame(expected))
