@@ -34,9 +34,10 @@ from dagster._core.workspace.load_target import WorkspaceLoadTarget
 from dagster._grpc.utils import get_loadable_targets
 
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.constants import TRIGGER
 
 LOGGER = logging.getLogger("datacoolie_dagster.commands.rebuild")
-TRIGGER_TAG = "datacoolie/trigger"
+TRIGGER_TAG = TRIGGER
 REBUILD = "rebuild"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 

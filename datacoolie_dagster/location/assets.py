@@ -20,6 +20,7 @@ import dagster as dg
 from datacoolie_core import DataFlow, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_dagster.constants import FAILED_DATAFLOWS, WINDOW
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.redaction import masked_events, masked_step
@@ -218,8 +219,7 @@ def _run_partition(
                 yield dg.AssetMaterialization(
                     asset_key=asset.spec.key,
                     partition=partition_key,
-                    metadata=materialization_metadata(asset.table, runtimes)
-                    | {"datacoolie/window": f"[{start}, {end})"},
+                    metadata=materialization_metadata(asset.table, runtimes) | {WINDOW: f"[{start}, {end})"},
                     tags=code_version_tags(asset.spec),
                 )
 
@@ -276,5 +276,5 @@ def _raise_failures(progress: _Progress, selected: Sequence[TableAsset]) -> None
         details += f"\n- not run because an upstream table failed: {', '.join(blocked)}"
     raise dg.Failure(
         description=f"{len(progress.failed_keys)} table(s) failed or were blocked by a failed upstream:\n{details}",
-        metadata={"datacoolie/failed_dataflows": [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures]},
+        metadata={FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures]},
     )

@@ -17,6 +17,7 @@ from datacoolie_dagster.automation.schedules import ScheduleSettings, build_sche
 from datacoolie_dagster.automation.sensors import build_automation_sensor, build_source_sensors, follow_upstreams
 from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
+from datacoolie_dagster.constants import STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
 from datacoolie_dagster.location.jobs import build_jobs
 from datacoolie_dagster.location.resources import DataCoolieResource
@@ -98,7 +99,7 @@ def build_definitions(
         job.with_top_level_resources({RESOURCE_KEY: resource.get_resource_definition()})
         for job in (build_jobs(stage_names, assets, pools) if include_jobs else [])
     ]
-    by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
+    by_stage = {j.tags[STAGE]: j for j in jobs if j.tags.get(STAGE, "*") != "*"}
     timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
     sensors: list[dg.SensorDefinition] = (
         [build_limits_sensor({pools[s]: n for s, n in limits.items()})] if limits else []

@@ -28,6 +28,7 @@ from datacoolie_core import DataFlow
 from datacoolie_core.cli.progress import describe
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_dagster.constants import FAILED_DATAFLOWS, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
 from datacoolie_dagster.location.redaction import masked_events, masked_step
@@ -155,7 +156,7 @@ def _stage_job(
         name=name,
         description=about,
         config=dg.ConfigMapping(config_fn=to_ops, config_schema=ShardJobConfig.to_config_schema()),
-        tags={"datacoolie/stage": stage or "*"},
+        tags={STAGE: stage or "*"},
     )
     def _job() -> None:
         done = None
@@ -254,7 +255,7 @@ def _raise_failures(runtimes: list[DataFlowRuntimeInfo]) -> None:
         details = "\n".join(f"- {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in failed)
         raise dg.Failure(
             description=f"{len(failed)} dataflow(s) failed:\n{details}",
-            metadata={"datacoolie/failed_dataflows": [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed]},
+            metadata={FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed]},
         )
 
 
