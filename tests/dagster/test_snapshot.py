@@ -81,7 +81,8 @@ def test_every_op_that_writes_carries_the_digest(location: Path) -> None:
     jobs = ("datacoolie_landing2bronze", "datacoolie_all_stages", "datacoolie_maintenance")
     job_ops = [op for job in jobs for op in defs.resolve_job_def(job).all_node_defs]
     asset_ops = [a.op for a in defs.resolve_asset_graph().assets_defs if a.is_executable]
-    assert job_ops and asset_ops
+    assert job_ops
+    assert asset_ops
     assert {op.tags.get(METADATA_DIGEST) for op in [*job_ops, *asset_ops]} == {digest}
 
 
