@@ -39,6 +39,8 @@ FORMAT = "datacoolie/format"
 SOURCE = "datacoolie/source"
 FINAL_FAILURE = "datacoolie/final_failure"
 """On a step failure: why the retry sensor must not re-launch the run (see ``docs/snapshot-retries.md``)."""
+DATAFLOWS_RETRIED = "dataflow retries used"
+"""The :data:`FINAL_FAILURE` of a step whose dataflows failed: each used its ``retry_count`` in the run."""
 METADATA_DIGEST = "datacoolie/metadata_digest"
 """Op tag: the digest of the metadata file the definitions were built from (see :mod:`.location.snapshot`)."""
 

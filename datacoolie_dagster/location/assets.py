@@ -20,7 +20,7 @@ import dagster as dg
 from datacoolie_core import DataFlow, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
-from datacoolie_dagster.constants import FAILED_DATAFLOWS, WINDOW
+from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, WINDOW
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.redaction import masked_events, masked_step
@@ -289,5 +289,8 @@ def _raise_failures(progress: _Progress, selected: Sequence[TableAsset]) -> None
         details += f"\n- not run because an upstream table failed: {', '.join(blocked)}"
     raise dg.Failure(
         description=f"{len(progress.failed_keys)} table(s) failed or were blocked by a failed upstream:\n{details}",
-        metadata={FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures]},
+        metadata={
+            FINAL_FAILURE: DATAFLOWS_RETRIED,
+            FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures],
+        },
     )

@@ -31,7 +31,7 @@ from datacoolie_core.metadata.selection import normalize_names
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.distributor import JobDistributor
 from datacoolie_core.orchestration.driver import DataCoolieDriver
-from datacoolie_dagster.constants import FAILED_DATAFLOWS, STAGE
+from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
 from datacoolie_dagster.location.redaction import masked_events, masked_step
@@ -288,7 +288,10 @@ def _raise_failures(runtimes: list[DataFlowRuntimeInfo]) -> None:
         details = "\n".join(f"- {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in failed)
         raise dg.Failure(
             description=f"{len(failed)} dataflow(s) failed:\n{details}",
-            metadata={FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed]},
+            metadata={
+                FINAL_FAILURE: DATAFLOWS_RETRIED,
+                FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed],
+            },
         )
 
 
