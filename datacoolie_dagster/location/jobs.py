@@ -34,10 +34,16 @@ from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
+from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
-from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
+from datacoolie_dagster.location.tables import (
+    DestinationTable,
+    identifier,
+    lineage_levels,
+    writer_rounds,
+)
 from datacoolie_dagster.location.touched import window_specs
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
@@ -120,19 +126,31 @@ def build_jobs(
 
 def all_stages_steps(stages: list[str], assets: list[TableAsset]) -> list[Step]:
     """The stages in lineage order (a stage after the stages whose tables it reads), then the dataflows
-    without a stage. Shards of one stage may read each other's tables only through a later stage."""
+    without a stage. Shards of one stage may read each other's tables only through a later stage.
+
+    Stages whose tables read each other in a cycle (``a`` reads ``b`` for one table and ``b`` reads
+    ``a`` for another) run as one step: inside it, each shard orders their tables by lineage.
+    """
     stage_of = {a.table.key: a.table.first.stage for a in assets}
     reads = {s: {stage_of.get(u) for a in assets if a.table.first.stage == s for u in a.table.upstream} for s in stages}
-    ordered: list[str] = []
-    while len(ordered) < len(stages):
-        waiting = [s for s in stages if s not in ordered]
-        ready = [s for s in waiting if not (reads[s] - {s}) & set(waiting)] or waiting[:1]  # a cycle: as listed
-        ordered.extend(ready)
-    steps = [Step(identifier(stage), stage) for stage in ordered]
+    steps = [Step("_".join(map(identifier, group)), ",".join(group)) for group in _stage_groups(stages, reads)]
     unstaged = tuple(
         i for a in assets for d, i in zip(a.table.dataflows, a.table.dataflow_ids, strict=True) if not d.stage
     )
     return [*steps, Step("unstaged", None, unstaged)] if unstaged else steps
+
+
+def _stage_groups(stages: list[str], reads: Mapping[str, set[str | None]]) -> list[tuple[str, ...]]:
+    """``stages`` in lineage order (:func:`ordered_levels`), the members of each cycle merged into one group."""
+    group_of = {stage: (stage,) for stage in stages}
+    while True:
+        groups = list(dict.fromkeys(group_of.values()))
+        graph = {g: {group_of[r] for s in g for r in reads[s] if r in group_of} for g in groups}
+        try:
+            return [group for level in ordered_levels(graph) for group in level]
+        except LineageCycleError as error:
+            merged = tuple(s for s in stages if group_of[s] in error.cycle)
+            group_of.update(dict.fromkeys(merged, merged))
 
 
 def _stage_job(
@@ -172,7 +190,7 @@ def _stage_job(
         done = None
         for (plan_name, run_name), step in zip(names, steps, strict=True):
             shards = plan.alias(plan_name)(done) if done is not None else plan.alias(plan_name)()
-            done = shards.map(shard_ops[step.stage].alias(run_name)).collect()
+            done = shards.map(shard_ops.get(step.stage, shard_ops[None]).alias(run_name)).collect()
 
     return _job
 
