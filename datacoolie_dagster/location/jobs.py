@@ -142,7 +142,7 @@ def all_stages_steps(stages: list[str], assets: list[TableAsset]) -> list[Step]:
 
 def _stage_groups(stages: list[str], reads: Mapping[str, set[str | None]]) -> list[tuple[str, ...]]:
     """``stages`` in lineage order (:func:`ordered_levels`), the members of each cycle merged into one group."""
-    group_of = {stage: (stage,) for stage in stages}
+    group_of: dict[str, tuple[str, ...]] = {stage: (stage,) for stage in stages}
     while True:
         groups = list(dict.fromkeys(group_of.values()))
         graph = {g: {group_of[r] for s in g for r in reads[s] if r in group_of} for g in groups}

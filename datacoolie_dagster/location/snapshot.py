@@ -27,6 +27,8 @@ import dagster as dg
 from datacoolie_core import DataFlow, FileProvider
 from datacoolie_dagster.constants import FINAL_FAILURE, METADATA_DIGEST
 
+StepContext = dg.OpExecutionContext | dg.AssetExecutionContext
+
 METADATA_CHANGED = "metadata changed"
 """The :data:`FINAL_FAILURE` reason of a step refused by :func:`ensure_loaded_snapshot`."""
 
@@ -65,7 +67,7 @@ def read_snapshot(path: str | os.PathLike[str], *, stages: str | Sequence[str] |
     return MetadataSnapshot(os.fspath(path), before, provider.get_dataflows(stage=stages))
 
 
-def loaded_digest(context: dg.OpExecutionContext) -> str | None:
+def loaded_digest(context: StepContext) -> str | None:
     """The metadata digest of this step's op in the run's job snapshot (the launching process's parse).
 
     ``None`` for a run launched before digests were recorded. The job snapshot is Dagster's record of
@@ -79,7 +81,7 @@ def loaded_digest(context: dg.OpExecutionContext) -> str | None:
     return op.tags.get(METADATA_DIGEST)
 
 
-def ensure_loaded_snapshot(context: dg.OpExecutionContext, snapshot: MetadataSnapshot) -> None:
+def ensure_loaded_snapshot(context: StepContext, snapshot: MetadataSnapshot) -> None:
     """Fail the step, before it writes anything, when its parse is not the one the run was planned with.
 
     Raises:

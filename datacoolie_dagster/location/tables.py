@@ -129,7 +129,7 @@ def lineage_levels(items: Sequence[T], table_of: Callable[[T], DestinationTable]
     try:
         levels = ordered_levels(graph)
     except LineageCycleError as error:  # name the tables by what a user wrote: path and dataflows
-        raise LineageCycleError([_describe(table_of(by_key[key])) for key in error.cycle]) from None
+        raise LineageCycleError([_describe(table_of(by_key[str(key)])) for key in error.cycle]) from None
     return [[by_key[key] for key in level] for level in levels]
 
 
