@@ -13,13 +13,14 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from datacoolie_dagster.automation.retries import SENSOR_NAME, build_retry_sensor
+from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, SENSOR_NAME, build_retry_sensor
 from datacoolie_dagster.constants import AUTOMATED, DATAFLOWS_RETRIED, FINAL_FAILURE, RETRY_DECISION, RETRY_NUMBER
 from datacoolie_dagster.location.factory import build_definitions
 from datacoolie_dagster.location.snapshot import METADATA_CHANGED
 from tests.core.orchestration.driver_support import Lake, function_source
 
 STAGE_JOB = "datacoolie_bronze2silver"
+ORDERS = dg.AssetKey(["lake", "orders"])
 
 
 def _always_failing(root: Path) -> tuple[Path, Path]:
@@ -30,26 +31,42 @@ def _always_failing(root: Path) -> tuple[Path, Path]:
     return lake.write(), counter
 
 
-def _relaunch_until_done(defs: dg.Definitions, instance: dg.DagsterInstance, first: dg.DagsterRun) -> list[str]:
-    """Evaluate the retry sensor and run what it requests, until it requests nothing; the run ids."""
-    sensor = defs.resolve_sensor_def(SENSOR_NAME)
+def _stage_run(defs: dg.Definitions, instance: dg.DagsterInstance, request: dg.RunRequest) -> str:
     job = defs.resolve_job_def(STAGE_JOB)
-    runs, cursor = [first.run_id], None
+    return job.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False).run_id
+
+
+def _asset_run(defs: dg.Definitions, instance: dg.DagsterInstance, request: dg.RunRequest) -> str:
+    job = defs.resolve_implicit_global_asset_job_def()
+    selection = request.asset_selection or [ORDERS]
+    return job.execute_in_process(
+        instance=instance, tags=request.tags, asset_selection=selection, raise_on_error=False
+    ).run_id
+
+
+KINDS = {"stage-job": (SENSOR_NAME, _stage_run), "asset-run": (ASSET_SENSOR_NAME, _asset_run)}
+
+
+def _relaunch_until_done(defs: dg.Definitions, instance: dg.DagsterInstance, kind: str) -> list[str]:
+    """Launch an automated run, then evaluate the retry sensor as the daemon does and run what it
+    requests, until it requests nothing; the run ids."""
+    sensor_name, execute = KINDS[kind]
+    sensor = defs.resolve_sensor_def(sensor_name)
+    runs, cursor = [execute(defs, instance, dg.RunRequest(tags={AUTOMATED: "true"}))], None
     for _ in range(10):  # more than any budget here: a loop that does not end is the failure
         tick = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
         cursor = tick.cursor
         if not tick.run_requests:
             return runs
-        for request in tick.run_requests:
-            result = job.execute_in_process(instance=instance, tags=request.tags, raise_on_error=False)
-            runs.append(result.run_id)
+        runs += [execute(defs, instance, request) for request in tick.run_requests]
     raise AssertionError(f"the retry sensor kept re-launching: {len(runs)} runs")
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("kind", list(KINDS))
 @pytest.mark.parametrize("retry_count", [0, 2], ids=["no-driver-retries", "two-driver-retries"])
 def test_an_always_failing_dataflow_is_attempted_one_plus_retry_count_times_in_all(
-    tmp_path: Path, retry_count: int
+    tmp_path: Path, retry_count: int, kind: str
 ) -> None:
     metadata, counter = _always_failing(tmp_path)
     defs = build_definitions(
@@ -62,16 +79,13 @@ def test_an_always_failing_dataflow_is_attempted_one_plus_retry_count_times_in_a
         retry_base_delay=0,
     )
     with dg.instance_for_test() as instance:
-        # run 1 — automated (as a schedule launches it): the driver retries the dataflow in the run
-        job = defs.resolve_job_def(STAGE_JOB)
-        first = job.execute_in_process(instance=instance, tags={AUTOMATED: "true"}, raise_on_error=False)
-        assert not first.success
-        runs = _relaunch_until_done(defs, instance, first.dagster_run)
-        failed = instance.get_run_by_id(first.run_id)
+        runs = _relaunch_until_done(defs, instance, kind)
+        failed = instance.get_run_by_id(runs[0])
         assert failed is not None
+        assert failed.status == dg.DagsterRunStatus.FAILURE
         decision = failed.tags.get(RETRY_DECISION)
     assert int(counter.read_text()) == 1 + retry_count  # the whole budget, and nothing on top
-    assert runs == [first.run_id]
+    assert len(runs) == 1
     assert decision == DATAFLOWS_RETRIED
 
 
