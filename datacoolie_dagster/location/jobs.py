@@ -38,12 +38,7 @@ from datacoolie_dagster.location.ordering import LineageCycleError, ordered_leve
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
-from datacoolie_dagster.location.tables import (
-    DestinationTable,
-    identifier,
-    lineage_levels,
-    writer_rounds,
-)
+from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
 from datacoolie_dagster.location.touched import window_specs
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
