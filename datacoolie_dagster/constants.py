@@ -28,3 +28,42 @@ RECORDED_BY = "datacoolie/recorded_by"
 CONFIGURE_KEY = "dagster"
 """The key of a dataflow's ``configure`` holding its Dagster settings (DataCoolie ignores it)."""
 SOURCES_GROUP = "datacoolie_sources"
+
+# --- every other ``datacoolie/`` key the Dagster layer writes, defined here once ---------------------
+NAMESPACE = "datacoolie/"
+"""The prefix of every key below (pools are ``datacoolie/<stage>``, observations ``datacoolie/<field>``)."""
+
+# asset and failure metadata
+FAILED_DATAFLOWS = "datacoolie/failed_dataflows"
+FORMAT = "datacoolie/format"
+SOURCE = "datacoolie/source"
+FINAL_FAILURE = "datacoolie/final_failure"
+"""On a step failure: why the retry sensor must not re-launch the run (see ``docs/snapshot-retries.md``)."""
+DATAFLOWS_RETRIED = "dataflow retries used"
+"""The :data:`FINAL_FAILURE` of a step whose dataflows failed: each used its ``retry_count`` in the run."""
+METADATA_DIGEST = "datacoolie/metadata_digest"
+"""Op tag: the digest of the metadata file the definitions were built from (see :mod:`.location.snapshot`)."""
+
+# run tags: who launched a run, and why
+AUTOMATED = "datacoolie/automated"
+"""``"true"`` on every run a sensor, schedule or backfill launches (retry policies key on it)."""
+TRIGGER = "datacoolie/trigger"
+FIRE = "datacoolie/fire"
+"""``<schedule>:<fire UTC ISO>``: the one fire a run was made for."""
+SCHEDULE = "datacoolie/schedule"
+CATCHUP = "datacoolie/catchup"
+EXAMPLE = "datacoolie/example"
+
+# run tags of the retry sensor
+RETRY_NUMBER = "datacoolie/retry_number"
+ROOT_RUN_ID = "datacoolie/root_run_id"
+PARENT_RUN_ID = "datacoolie/parent_run_id"
+RETRY_DUE_AT = "datacoolie/retry_due_at"
+RETRY_DELAY = "datacoolie/retry_delay_seconds"
+RUN_RETRIES = "datacoolie/run_retries"
+"""Per-run override of the retry sensor's ``max_retries``."""
+RETRY_DECISION = "datacoolie/retry"
+"""On a failed automated run: why it is not retried (``exhausted``, ``no target``, ``backfill stopped``,
+``lost``, or a step's :data:`FINAL_FAILURE` reason)."""
+DATACOOLIE_BACKFILL = "datacoolie/backfill"
+"""On a retry of a run whose backfill had already finished: that backfill's id."""

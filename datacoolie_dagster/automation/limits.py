@@ -28,9 +28,10 @@ import dagster as dg
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_dagster.constants import NAMESPACE
 from datacoolie_dagster.location.settings import dagster_settings
 
-POOL_PREFIX = "datacoolie/"
+POOL_PREFIX = NAMESPACE
 LIMITS_SENSOR = "datacoolie_pool_limits"
 
 

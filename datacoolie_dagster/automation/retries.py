@@ -7,6 +7,12 @@ sensor does the retrying instead:
 * **Which runs.** A run is *automated* when it carries ``datacoolie/automated: "true"`` (our sensors,
   schedules and backfill CLI set it), ``dagster/backfill`` (any backfill, also one started in the UI)
   or ``datacoolie/backfill``. Every other run is manual and is never retried.
+* **One budget per dataflow.** A dataflow that fails is retried by the driver inside its run, up to
+  the resource's ``retry_count``; its step then fails with ``datacoolie/final_failure`` in its
+  metadata, and so does a step refused because the metadata changed since the code location loaded.
+  A run with such a step is not re-launched (``datacoolie/retry: <reason>``): the sensor's retries
+  are for runs that failed around their dataflows (a dead run worker, a crashed step, an
+  unreachable code server), so a dataflow's attempts never multiply (``docs/snapshot-retries.md``).
 * **When.** Retry ``n`` (1, 2, …) of a run that failed is due ``base * 2**(n-1) * (1 + U(0, jitter))``
   seconds after the failure (:func:`retry_delay`), up to ``max_retries`` retries per root run (a
   ``datacoolie/run_retries`` run tag overrides the budget). A run whose process died is retried at
@@ -82,6 +88,7 @@ from datacoolie_dagster.automation.retry_policy import (
     retry_backfill_tags,
     retry_delay,
 )
+from datacoolie_dagster.constants import FINAL_FAILURE
 
 SENSOR_NAME = "datacoolie_retry_sensor"
 ASSET_SENSOR_NAME = "datacoolie_asset_retry_sensor"
@@ -225,6 +232,9 @@ def _refusal(
     instance: dg.DagsterInstance, run: dg.DagsterRun, number: int, policy: RetryPolicy, targets: _Targets
 ) -> tuple[str, str] | None:
     """Why a failed automated run is not retried (decision, explanation), ``None`` when it is."""
+    final = _final_failure(instance, run.run_id)
+    if final is not None:
+        return final, f"a step failed for good ({final}); a re-launch would fail the same way"
     if number > policy.budget(run.tags):
         return "exhausted", f"retry budget of {policy.budget(run.tags)} used"
     if targets.job_name(run) is None:
@@ -241,6 +251,21 @@ def _refuse(context: dg.SensorEvaluationContext, run: dg.DagsterRun, decision: s
         tags[WILL_RETRY_TAG] = "false"
     context.instance.add_run_tags(run.run_id, tags)
     context.log.warning(f"run {run.run_id} ({run.job_name}) failed and is not retried: {why}")
+
+
+def _final_failure(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """The :data:`FINAL_FAILURE` reason of one of the run's step failures, ``None`` without one.
+
+    A dataflow that failed has used its retries inside the run (the driver's ``retry_count``), and a
+    step refused for changed metadata fails again until the code location is reloaded: re-launching
+    either would only multiply attempts (see ``docs/snapshot-retries.md``).
+    """
+    for entry in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_FAILURE):
+        failure = entry.dagster_event.step_failure_data if entry.dagster_event else None
+        metadata = failure.user_failure_data.metadata if failure and failure.user_failure_data else {}
+        if FINAL_FAILURE in metadata:
+            return str(getattr(metadata[FINAL_FAILURE], "value", metadata[FINAL_FAILURE]))
+    return None
 
 
 def _failure_messages(instance: dg.DagsterInstance, run_id: str) -> list[str]:

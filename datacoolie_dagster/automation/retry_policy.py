@@ -10,18 +10,17 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
-AUTOMATED = "datacoolie/automated"
-RETRY_NUMBER = "datacoolie/retry_number"
-ROOT_RUN_ID = "datacoolie/root_run_id"
-PARENT_RUN_ID = "datacoolie/parent_run_id"
-RETRY_DUE_AT = "datacoolie/retry_due_at"
-RETRY_DELAY = "datacoolie/retry_delay_seconds"
-RUN_RETRIES = "datacoolie/run_retries"
-"""Per-run override of the sensor's ``max_retries``."""
-RETRY_DECISION = "datacoolie/retry"
-"""On a failed automated run: why it is not retried (``exhausted``, ``no target``, ``backfill stopped``, ``lost``)."""
-DATACOOLIE_BACKFILL = "datacoolie/backfill"
-"""On a retry of a run whose backfill had already finished: that backfill's id."""
+from datacoolie_dagster.constants import (  # noqa: F401  (re-exported: the sensor and tests read them here)
+    AUTOMATED,
+    DATACOOLIE_BACKFILL,
+    PARENT_RUN_ID,
+    RETRY_DECISION,
+    RETRY_DELAY,
+    RETRY_DUE_AT,
+    RETRY_NUMBER,
+    ROOT_RUN_ID,
+    RUN_RETRIES,
+)
 
 # Dagster 1.13.27 system tags (dagster._core.storage.tags), read by its backfill daemon and UI.
 BACKFILL_TAG = "dagster/backfill"

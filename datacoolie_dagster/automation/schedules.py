@@ -39,15 +39,14 @@ from pydantic import ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
-from datacoolie_dagster.constants import CONFIGURE_KEY
+from datacoolie_dagster.constants import AUTOMATED, CATCHUP, CONFIGURE_KEY, FIRE, SCHEDULE, TRIGGER
 from datacoolie_dagster.location.settings import ScheduleSettings, dagster_settings
 
-TRIGGER_TAG = "datacoolie/trigger"
-AUTOMATED_TAG = "datacoolie/automated"
-FIRE_TAG = "datacoolie/fire"
-"""``<schedule>:<fire UTC ISO>``: the one fire a run was made for."""
-SCHEDULE_TAG = "datacoolie/schedule"
-CATCHUP_TAG = "datacoolie/catchup"
+TRIGGER_TAG = TRIGGER
+AUTOMATED_TAG = AUTOMATED
+FIRE_TAG = FIRE
+SCHEDULE_TAG = SCHEDULE
+CATCHUP_TAG = CATCHUP
 AUTOMATED_TAGS = {TRIGGER_TAG: "schedule", AUTOMATED_TAG: "true"}
 CATCHUP_SENSOR = "datacoolie_schedule_catchup"
 MAX_CATCHUP_PER_EVALUATION = 100

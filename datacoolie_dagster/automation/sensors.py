@@ -47,6 +47,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG  # pinned: d
 from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
 from datacoolie_dagster.automation.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
+from datacoolie_dagster.constants import AUTOMATED, NAMESPACE, TRIGGER
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.settings import dagster_settings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef, source_refs
@@ -54,9 +55,8 @@ from datacoolie_dagster.location.translator import DataCoolieTranslator, with_pa
 
 SOURCE_SENSOR_NAME = "datacoolie_sources"
 AUTOMATION_SENSOR_NAME = "datacoolie_automation"
-TRIGGER_TAG = "datacoolie/trigger"
-AUTOMATED_TAG = "datacoolie/automated"
-"""``"true"`` on every run a sensor or automation launches (retry policies key on it)."""
+TRIGGER_TAG = TRIGGER
+AUTOMATED_TAG = AUTOMATED
 CURSOR_FORMAT = 1
 
 
@@ -261,7 +261,7 @@ def _observations(table: SensedTable, fingerprints: Mapping[str, Fingerprint]) -
             yield dg.AssetObservation(
                 asset_key=keys[ref],
                 metadata={
-                    f"datacoolie/{k}": dg.MetadataValue.json(v) if isinstance(v, dict) else v for k, v in own.items()
+                    f"{NAMESPACE}{k}": dg.MetadataValue.json(v) if isinstance(v, dict) else v for k, v in own.items()
                 },
                 tags={DATA_VERSION_TAG: version},
             )

@@ -49,6 +49,7 @@ from dagster_postgres import PostgresRunStorage
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.constants import AUTOMATED, TRIGGER
 from datacoolie_dagster.location.assets import CODE_VERSION_TAG
 from datacoolie_dagster.location.partitions import contiguous_chunks
 
@@ -61,7 +62,7 @@ ADVISORY_LOCK_KEY = int.from_bytes(
 """The PostgreSQL advisory lock key of the backfill lock: a stable signed 64-bit value (``bigint``)."""
 ALL = "@all"
 RANGE_SEPARATOR = ".."
-AUTOMATED_TAGS = {"datacoolie/automated": "true", "datacoolie/trigger": "backfill"}
+AUTOMATED_TAGS = {AUTOMATED: "true", TRIGGER: "backfill"}
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"

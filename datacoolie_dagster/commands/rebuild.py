@@ -34,9 +34,11 @@ from dagster._core.workspace.load_target import WorkspaceLoadTarget
 from dagster._grpc.utils import get_loadable_targets
 
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
+from datacoolie_dagster.constants import TRIGGER
+from datacoolie_dagster.location.ordering import ordered_levels
 
 LOGGER = logging.getLogger("datacoolie_dagster.commands.rebuild")
-TRIGGER_TAG = "datacoolie/trigger"
+TRIGGER_TAG = TRIGGER
 REBUILD = "rebuild"
 FINISHED = {dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED}
 
@@ -95,12 +97,7 @@ def plan_rebuild(
             or a downstream asset partitioned differently.
     """
     root = _root(asset_graph, asset_key, partition_key)
-    depth = _depths(asset_graph, asset_key)
-    levels: list[tuple[RebuildRun, ...]] = []
-    for level in range(max(depth.values()) + 1):
-        keys = sorted((k for k, d in depth.items() if d == level), key=lambda k: k.to_user_string())
-        levels.append(_runs(asset_graph, keys, root, partition_key))
-    return levels
+    return [_runs(asset_graph, keys, root, partition_key) for keys in _levels(asset_graph, asset_key)]
 
 
 def _root(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey, partition_key: str | None) -> Any:
@@ -119,8 +116,9 @@ def _root(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey, partition_ke
     return partitions_def
 
 
-def _depths(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey) -> dict[dg.AssetKey, int]:
-    """Longest path from ``asset_key`` to each materializable descendant (Kahn over the subgraph)."""
+def _levels(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey) -> list[list[dg.AssetKey]]:
+    """``asset_key`` and its materializable descendants in lineage order (the location's
+    :func:`ordered_levels`): level ``n`` holds those whose longest path from ``asset_key`` is ``n``."""
     reached = {asset_key}
     pending = [asset_key]
     while pending:
@@ -128,12 +126,8 @@ def _depths(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey) -> dict[dg
             if child not in reached and asset_graph.get(child).is_materializable:
                 reached.add(child)
                 pending.append(child)
-    depth = {asset_key: 0}
-    for key in asset_graph.toposorted_asset_keys:
-        if key in depth:
-            for child in asset_graph.get(key).child_keys & reached:
-                depth[child] = max(depth.get(child, 0), depth[key] + 1)
-    return depth
+    keys = sorted(reached, key=lambda k: k.to_user_string())
+    return ordered_levels({key: asset_graph.get(key).parent_keys & reached for key in keys})
 
 
 def _runs(

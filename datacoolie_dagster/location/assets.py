@@ -20,11 +20,13 @@ import dagster as dg
 from datacoolie_core import DataFlow, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, WINDOW
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.tables import (
     DestinationTable,
     destination_tables,
@@ -76,12 +78,18 @@ def build_table_assets(
 
 
 def build_multi_assets(
-    assets: Sequence[TableAsset], *, name_prefix: str = "datacoolie", pools: Mapping[str, str] | None = None
+    assets: Sequence[TableAsset],
+    *,
+    name_prefix: str = "datacoolie",
+    pools: Mapping[str, str] | None = None,
+    snapshot: MetadataSnapshot | None = None,
 ) -> list[dg.AssetsDefinition]:
     """One ``multi_asset(can_subset=True)`` per partitioning (mixing partitions fails at execution).
 
     ``pools`` (``{stage: pool}``): the tables of these stages go to ops of their own,
     ``<prefix>_<stage>_…``, that declare the stage's pool (see :mod:`datacoolie_dagster.automation.limits`).
+    ``snapshot``: the parse ``assets`` were built from; a step refuses to run when the run was
+    planned with another (see :mod:`.snapshot`).
     """
     pools = pools or {}
     groups: dict[tuple[str | None, object], list[TableAsset]] = {}
@@ -92,11 +100,14 @@ def build_multi_assets(
     for index, ((stage, key), members) in enumerate(groups.items()):
         prefix = name_prefix if stage is None else f"{name_prefix}_{identifier(stage)}"
         name = f"{prefix}_{'tables' if key is None else f'partitioned_{index}'}"
-        built.append(_multi_asset(members, name=name, pool=pools[stage] if stage is not None else None))
+        pool = pools[stage] if stage is not None else None
+        built.append(_multi_asset(members, name=name, pool=pool, snapshot=snapshot))
     return built
 
 
-def _multi_asset(members: list[TableAsset], *, name: str, pool: str | None) -> dg.AssetsDefinition:
+def _multi_asset(
+    members: list[TableAsset], *, name: str, pool: str | None, snapshot: MetadataSnapshot | None
+) -> dg.AssetsDefinition:
     partitioning = members[0].partitioning
     by_key = {m.spec.key: m for m in members}
 
@@ -109,10 +120,13 @@ def _multi_asset(members: list[TableAsset], *, name: str, pool: str | None) -> d
         backfill_policy=partitioning.backfill_policy if partitioning else None,
         required_resource_keys={RESOURCE_KEY},
         pool=pool,
+        op_tags=snapshot.tags if snapshot is not None else None,
     )
     def _assets(
         context: dg.AssetExecutionContext,
     ) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization | dg.AssetCheckResult]:
+        if snapshot is not None:
+            ensure_loaded_snapshot(context, snapshot)
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         selected = [by_key[k] for k in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string())]
         with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets
@@ -218,8 +232,7 @@ def _run_partition(
                 yield dg.AssetMaterialization(
                     asset_key=asset.spec.key,
                     partition=partition_key,
-                    metadata=materialization_metadata(asset.table, runtimes)
-                    | {"datacoolie/window": f"[{start}, {end})"},
+                    metadata=materialization_metadata(asset.table, runtimes) | {WINDOW: f"[{start}, {end})"},
                     tags=code_version_tags(asset.spec),
                 )
 
@@ -276,5 +289,8 @@ def _raise_failures(progress: _Progress, selected: Sequence[TableAsset]) -> None
         details += f"\n- not run because an upstream table failed: {', '.join(blocked)}"
     raise dg.Failure(
         description=f"{len(progress.failed_keys)} table(s) failed or were blocked by a failed upstream:\n{details}",
-        metadata={"datacoolie/failed_dataflows": [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures]},
+        metadata={
+            FINAL_FAILURE: DATAFLOWS_RETRIED,
+            FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failures],
+        },
     )

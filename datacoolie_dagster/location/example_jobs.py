@@ -20,12 +20,13 @@ from typing import Any
 
 import dagster as dg
 
+from datacoolie_dagster.constants import EXAMPLE
 from datacoolie_dagster.example import DATA_ROOT, METADATA_PATH
 from datacoolie_dagster.location.factory import build_definitions
 from datacoolie_dagster.location.resources import DataCoolieResource
 
 LAND_JOB_NAME = "land_example_batch"
-EXAMPLE_TAG = "datacoolie/example"
+EXAMPLE_TAG = EXAMPLE
 
 
 class ExampleResource(DataCoolieResource):

@@ -9,7 +9,6 @@ from typing import Any
 
 import dagster as dg
 
-from datacoolie_core import FileProvider
 from datacoolie_dagster.automation.limits import build_limits_sensor, pool_for, stage_limits
 from datacoolie_dagster.automation.partition_sensors import build_partition_sensors
 from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
@@ -17,9 +16,11 @@ from datacoolie_dagster.automation.schedules import ScheduleSettings, build_sche
 from datacoolie_dagster.automation.sensors import build_automation_sensor, build_source_sensors, follow_upstreams
 from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
+from datacoolie_dagster.constants import STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
 from datacoolie_dagster.location.jobs import build_jobs
 from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.snapshot import read_snapshot
 from datacoolie_dagster.location.translator import DataCoolieTranslator
 
 
@@ -82,9 +83,8 @@ def build_definitions(
         retry_count=retry_count,
         retry_delay=retry_delay,
     )
-    provider = FileProvider(metadata_path)
-    provider.initialize()
-    dataflows = provider.get_dataflows(stage=stages)
+    snapshot = read_snapshot(metadata_path, stages=stages)
+    dataflows = snapshot.dataflows
     translator = translator or DataCoolieTranslator()
     assets, sources = build_table_assets(dataflows, translator)
     assets = follow_upstreams(assets, translator)
@@ -96,9 +96,9 @@ def build_definitions(
     # BetaWarning in every process that loads the code location (Dagster 1.13.27).
     jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [
         job.with_top_level_resources({RESOURCE_KEY: resource.get_resource_definition()})
-        for job in (build_jobs(stage_names, assets, pools) if include_jobs else [])
+        for job in (build_jobs(stage_names, assets, pools, snapshot) if include_jobs else [])
     ]
-    by_stage = {j.tags["datacoolie/stage"]: j for j in jobs if j.tags.get("datacoolie/stage", "*") != "*"}
+    by_stage = {j.tags[STAGE]: j for j in jobs if j.tags.get(STAGE, "*") != "*"}
     timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
     sensors: list[dg.SensorDefinition] = (
         [build_limits_sensor({pools[s]: n for s, n in limits.items()})] if limits else []
@@ -134,7 +134,7 @@ def build_definitions(
         sensors += [retry(jobs=jobs)] if include_jobs else []
         sensors.append(retry(name=ASSET_SENSOR_NAME, asset_job=IMPLICIT_ASSET_JOB))
     return dg.Definitions(
-        assets=[*build_multi_assets(assets, pools=pools), *sources],
+        assets=[*build_multi_assets(assets, pools=pools, snapshot=snapshot), *sources],
         jobs=jobs,
         schedules=[s for s in timed if isinstance(s, dg.ScheduleDefinition)],
         sensors=[*(s for s in timed if isinstance(s, dg.SensorDefinition)), *sensors],

@@ -20,18 +20,24 @@ whichever way the work ran.
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import dagster as dg
 
 from datacoolie_core import DataFlow
 from datacoolie_core.cli.progress import describe
+from datacoolie_core.metadata.selection import normalize_names
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.orchestration.distributor import JobDistributor
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
+from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
 from datacoolie_dagster.location.touched import window_specs
 
@@ -82,19 +88,25 @@ class MaintenanceConfig(dg.Config):
 
 
 def build_jobs(
-    stages: list[str], assets: list[TableAsset], pools: Mapping[str, str] | None = None
+    stages: list[str],
+    assets: list[TableAsset],
+    pools: Mapping[str, str] | None = None,
+    snapshot: MetadataSnapshot | None = None,
 ) -> list[dg.JobDefinition]:
     """A sharded driver job per stage, one for all stages, and the maintenance job.
 
     ``pools`` (``{stage: pool}``): the shard op of these stages declares the stage's pool, so a run
-    of the stage (or of every stage) waits in the queue while the pool is full.
+    of the stage (or of every stage) waits in the queue while the pool is full. ``snapshot``: the
+    parse ``assets`` were built from; a step refuses to run when the run was planned with another
+    (see :mod:`.snapshot`).
     """
     keys = {dataflow_id: a for a in assets for dataflow_id in a.table.dataflow_ids}
-    plan = _plan_op()
+    plan = _plan_op(snapshot)
     pools = pools or {}
-    unpooled = _run_shard_op(keys, RUN_SHARD_OP, None)
+    shard_op = partial(_run_shard_op, keys, snapshot=snapshot)
+    unpooled = shard_op(RUN_SHARD_OP, None)
     shard_ops: dict[str | None, dg.OpDefinition] = {
-        stage: _run_shard_op(keys, f"{RUN_SHARD_OP}_{identifier(stage)}", pools[stage]) if stage in pools else unpooled
+        stage: shard_op(f"{RUN_SHARD_OP}_{identifier(stage)}", pools[stage]) if stage in pools else unpooled
         for stage in stages
     }
     shard_ops[None] = unpooled
@@ -103,25 +115,37 @@ def build_jobs(
         for stage in stages
     ]
     jobs.append(_stage_job(ALL_STAGES_JOB, all_stages_steps(stages, assets), plan, shard_ops))
-    jobs.append(_maintenance_job())
+    jobs.append(_maintenance_job(snapshot))
     return jobs
 
 
 def all_stages_steps(stages: list[str], assets: list[TableAsset]) -> list[Step]:
     """The stages in lineage order (a stage after the stages whose tables it reads), then the dataflows
-    without a stage. Shards of one stage may read each other's tables only through a later stage."""
+    without a stage. Shards of one stage may read each other's tables only through a later stage.
+
+    Stages whose tables read each other in a cycle (``a`` reads ``b`` for one table and ``b`` reads
+    ``a`` for another) run as one step: inside it, each shard orders their tables by lineage.
+    """
     stage_of = {a.table.key: a.table.first.stage for a in assets}
     reads = {s: {stage_of.get(u) for a in assets if a.table.first.stage == s for u in a.table.upstream} for s in stages}
-    ordered: list[str] = []
-    while len(ordered) < len(stages):
-        waiting = [s for s in stages if s not in ordered]
-        ready = [s for s in waiting if not (reads[s] - {s}) & set(waiting)] or waiting[:1]  # a cycle: as listed
-        ordered.extend(ready)
-    steps = [Step(identifier(stage), stage) for stage in ordered]
+    steps = [Step("_".join(map(identifier, group)), ",".join(group)) for group in _stage_groups(stages, reads)]
     unstaged = tuple(
         i for a in assets for d, i in zip(a.table.dataflows, a.table.dataflow_ids, strict=True) if not d.stage
     )
     return [*steps, Step("unstaged", None, unstaged)] if unstaged else steps
+
+
+def _stage_groups(stages: list[str], reads: Mapping[str, set[str | None]]) -> list[tuple[str, ...]]:
+    """``stages`` in lineage order (:func:`ordered_levels`), the members of each cycle merged into one group."""
+    group_of: dict[str, tuple[str, ...]] = {stage: (stage,) for stage in stages}
+    while True:
+        groups = list(dict.fromkeys(group_of.values()))
+        graph = {g: {group_of[r] for s in g for r in reads[s] if r in group_of} for g in groups}
+        try:
+            return [group for level in ordered_levels(graph) for group in level]
+        except LineageCycleError as error:
+            merged = tuple(s for s in stages if group_of[s] in error.cycle)
+            group_of.update(dict.fromkeys(merged, merged))
 
 
 def _stage_job(
@@ -155,13 +179,13 @@ def _stage_job(
         name=name,
         description=about,
         config=dg.ConfigMapping(config_fn=to_ops, config_schema=ShardJobConfig.to_config_schema()),
-        tags={"datacoolie/stage": stage or "*"},
+        tags={STAGE: stage or "*"},
     )
     def _job() -> None:
         done = None
         for (plan_name, run_name), step in zip(names, steps, strict=True):
             shards = plan.alias(plan_name)(done) if done is not None else plan.alias(plan_name)()
-            done = shards.map(shard_ops[step.stage].alias(run_name)).collect()
+            done = shards.map(shard_ops.get(step.stage, shard_ops[None]).alias(run_name)).collect()
 
     return _job
 
@@ -170,9 +194,11 @@ def _list(ids: tuple[str, ...] | None) -> list[str] | None:
     return list(ids) if ids is not None else None
 
 
-def _plan_op() -> dg.OpDefinition:
-    @dg.op(name=PLAN_OP, ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dict))
+def _plan_op(snapshot: MetadataSnapshot | None) -> dg.OpDefinition:
+    @dg.op(name=PLAN_OP, ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dict), tags=_tags(snapshot))
     def plan(context: dg.OpExecutionContext, config: ShardOpConfig) -> Iterator[dg.DynamicOutput[dict[str, Any]]]:
+        if snapshot is not None:  # fail the run before any shard starts
+            ensure_loaded_snapshot(context, snapshot)
         if config.job_num < 1 or (config.job_index is not None and not 0 <= config.job_index < config.job_num):
             raise dg.Failure(f"job_index must be in 0..{config.job_num - 1} (job_num {config.job_num})")
         indexes = [config.job_index] if config.job_index is not None else list(range(config.job_num))
@@ -182,17 +208,28 @@ def _plan_op() -> dg.OpDefinition:
     return plan
 
 
-def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool: str | None) -> dg.OpDefinition:
-    """The op running one shard; a pooled stage has its own copy (its own name) declaring its pool."""
-    windows = window_specs({id(a): a for a in assets_by_dataflow.values()}.values())
+def _run_shard_op(
+    assets_by_dataflow: Mapping[str, TableAsset], name: str, pool: str | None, *, snapshot: MetadataSnapshot | None
+) -> dg.OpDefinition:
+    """The op running one shard; a pooled stage has its own copy (its own name) declaring its pool.
+
+    The shard runs the dataflows of ``assets_by_dataflow`` — the parse its materializations are
+    keyed by — never a second read of the metadata file.
+    """
+    tables = list({id(a): a for a in assets_by_dataflow.values()}.values())
+    windows = window_specs(tables)
+    parsed = [d for a in tables for d in a.table.dataflows]
 
     @dg.op(
         name=name,
         required_resource_keys={RESOURCE_KEY},
         out=dg.Out(dg.Nothing),
         pool=pool,
+        tags=_tags(snapshot),
     )
     def run_shard(context: dg.OpExecutionContext, shard: dict[str, Any]) -> Iterator[dg.AssetMaterialization]:
+        if snapshot is not None:
+            ensure_loaded_snapshot(context, snapshot)
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
                                            "stop_on_error", "dry_run")}  # fmt: skip
@@ -200,9 +237,7 @@ def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool:
         runtimes: list[DataFlowRuntimeInfo] = []
         with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets
             with resource.driver(**overrides) as driver:
-                dataflows = driver.load_dataflows(shard["stage"])
-                if shard.get("dataflow_ids") is not None:
-                    dataflows = [d for d in dataflows if d.dataflow_id in shard["dataflow_ids"]]
+                dataflows = _shard_dataflows(parsed, shard, JobDistributor.from_config(driver.config))
                 for level in _run_in_lineage_order(driver, dataflows, assets_by_dataflow):
                     runtimes.extend(level)
                     yield from masked_events(_materializations(level, assets_by_dataflow))
@@ -216,6 +251,18 @@ def _run_shard_op(assets_by_dataflow: Mapping[str, TableAsset], name: str, pool:
             _raise_failures(runtimes)
 
     return run_shard
+
+
+def _shard_dataflows(parsed: list[DataFlow], shard: Mapping[str, Any], shard_of: JobDistributor) -> list[DataFlow]:
+    """The dataflows of the shard's stage(s) (or ``dataflow_ids``) that its ``job_index`` owns."""
+    stages = set(normalize_names(shard["stage"]))
+    ids = shard.get("dataflow_ids")
+    chosen = [d for d in parsed if (not stages or d.stage in stages) and (ids is None or d.dataflow_id in ids)]
+    return shard_of.select(chosen)
+
+
+def _tags(snapshot: MetadataSnapshot | None) -> dict[str, str] | None:
+    return snapshot.tags if snapshot is not None else None
 
 
 def _run_in_lineage_order(
@@ -254,7 +301,10 @@ def _raise_failures(runtimes: list[DataFlowRuntimeInfo]) -> None:
         details = "\n".join(f"- {r.dataflow_name} [{r.dataflow_id}]: {r.error_message}" for r in failed)
         raise dg.Failure(
             description=f"{len(failed)} dataflow(s) failed:\n{details}",
-            metadata={"datacoolie/failed_dataflows": [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed]},
+            metadata={
+                FINAL_FAILURE: DATAFLOWS_RETRIED,
+                FAILED_DATAFLOWS: [f"{r.dataflow_name} [{r.dataflow_id}]" for r in failed],
+            },
         )
 
 
@@ -266,9 +316,11 @@ def _materializations(
     yield from build_materializations(assets, runtimes)
 
 
-def _maintenance_job() -> dg.JobDefinition:
-    @dg.op(name="datacoolie_maintenance_op", required_resource_keys={RESOURCE_KEY})
+def _maintenance_job(snapshot: MetadataSnapshot | None) -> dg.JobDefinition:
+    @dg.op(name="datacoolie_maintenance_op", required_resource_keys={RESOURCE_KEY}, tags=_tags(snapshot))
     def maintain(context: dg.OpExecutionContext, config: MaintenanceConfig) -> None:
+        if snapshot is not None:
+            ensure_loaded_snapshot(context, snapshot)
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         overrides = {
             "job_num": config.job_num,

@@ -18,6 +18,7 @@ import sqlglot
 from datacoolie_core import DataFlow
 from datacoolie_core.models.coerce import build_path, normalize_path
 from datacoolie_core.sql.lineage import query_tables as core_query_tables
+from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
 
 T = TypeVar("T")
 
@@ -118,19 +119,23 @@ def query_tables(query: str) -> list[tuple[str | None, str]]:
 
 
 def lineage_levels(items: Sequence[T], table_of: Callable[[T], DestinationTable]) -> list[list[T]]:
-    """``items`` in lineage order: each level reads only tables of earlier levels (or none of ``items``).
+    """``items`` in lineage order (:func:`~.ordering.ordered_levels` over their tables' ``upstream``).
 
-    A cycle (which the metadata can express) runs its members together in one last level.
+    Raises:
+        LineageCycleError: tables of ``items`` that read each other in a cycle.
     """
-    remaining = {table_of(item).key: item for item in items}
-    levels: list[list[T]] = []
-    while remaining:
-        ready = [i for i in remaining.values() if not set(table_of(i).upstream) & remaining.keys()]
-        ready = ready or list(remaining.values())
-        levels.append(ready)
-        for item in ready:
-            del remaining[table_of(item).key]
-    return levels
+    by_key = {table_of(item).key: item for item in items}
+    graph = {key: table_of(item).upstream for key, item in by_key.items()}
+    try:
+        levels = ordered_levels(graph)
+    except LineageCycleError as error:  # name the tables by what a user wrote: path and dataflows
+        raise LineageCycleError([_describe(table_of(by_key[str(key)])) for key in error.cycle]) from None
+    return [[by_key[key] for key in level] for level in levels]
+
+
+def _describe(table: DestinationTable) -> str:
+    names = ", ".join(f"'{d.name}'" for d in table.dataflows)
+    return f"{table.path or table.key} (dataflow {names})"
 
 
 def writer_rounds(tables: Sequence[DestinationTable]) -> list[list[DataFlow]]:

@@ -105,11 +105,11 @@ class DataCoolieTranslator:
 
     def get_source_spec(self, source: SourceRef) -> dg.AssetSpec:
         """The external asset of a source nothing in this metadata produces."""
-        metadata: dict[str, Any] = {"datacoolie/format": source.format}
+        metadata: dict[str, Any] = {constants.FORMAT: source.format}
         if source.path:
             metadata["dagster/uri"] = _absolute(source.path)
         if source.detail:
-            metadata["datacoolie/source"] = source.detail
+            metadata[constants.SOURCE] = source.detail
         return dg.AssetSpec(
             key=self.get_source_key(source),
             description=f"External source read by DataCoolie ({source.format}).",
