@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import orders
+from dataset import orders
 from plain_columns import system_columns  # beside this script (its folder is on sys.path)
 
 IMPLS = ("ours", "plain")
