@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -45,6 +46,7 @@ def main() -> None:
     scenarios = args.scenarios.split(",")
     pythons = _pythons(args.impls.split(","), args.datacoolie_venv)
     _prepare(root, args.rows)
+    print(f"load average before: {_load()}", flush=True)
     results: Results = {}
     for scenario in scenarios:
         results[scenario] = {impl: [] for impl in pythons}
@@ -55,6 +57,7 @@ def main() -> None:
                 results[scenario][impl].append(run_child(argv, environment()))
                 keep_output(root, scenario, impl)
         print(f"measured {scenario}: {_seconds_line(results[scenario])}", flush=True)
+    print(f"load average after: {_load()}")
     print("\n## Correctness (last timed round's outputs against the bare job's)\n")
     print("\n".join(verify(root, scenarios, list(pythons))))
     print(report(results, list(pythons)))
@@ -88,6 +91,10 @@ def _prepare(root: Path, rows: int) -> None:
         marker.write_text(json.dumps(rows))
     (root / "meta").mkdir(exist_ok=True)
     (root / "meta" / "metadata.json").write_text(json.dumps(metadata(root), indent=2))
+
+
+def _load() -> str:
+    return ", ".join(f"{value:.1f}" for value in os.getloadavg()) + f" on {os.cpu_count()} cores"
 
 
 def _seconds_line(runs: dict[str, list[Sample]]) -> str:

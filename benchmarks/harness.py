@@ -17,7 +17,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 METRICS = {
     "seconds": "in-process s",
@@ -35,6 +36,8 @@ class Sample:
     wall: float
     cpu: float
     peak_rss_mib: float
+    reported: dict[str, Any] = field(default_factory=dict)
+    """Everything else the child printed on its last line (e.g. bench_many's phases)."""
 
     def get(self, metric: str) -> float:
         value: float = getattr(self, metric)
@@ -58,7 +61,8 @@ def run_child(argv: Sequence[str], env: dict[str, str] | None = None) -> Sample:
         raise ChildFailed(argv, done.returncode, done.stderr)
     measured = json.loads(done.stdout.strip().splitlines()[-1])
     reported = json.loads(measured.pop("stdout").strip().splitlines()[-1])
-    return Sample(seconds=reported["seconds"], imports=reported.get("imports", 0.0), **measured)
+    seconds, imports = reported.pop("seconds"), reported.pop("imports", 0.0)
+    return Sample(seconds=seconds, imports=imports, **measured, reported=reported)
 
 
 def launch(argv: Sequence[str]) -> int:
