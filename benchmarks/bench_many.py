@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dataset import orders
-from harness import Sample, environment, ratios, rotated, run_child, spread
+from harness import Sample, environment, profile_all_threads, ratios, rotated, run_child, spread
 from plain_columns import system_columns  # beside this script (its folder is on sys.path)
 
 IMPLS = ("ours", "plain")
@@ -197,33 +197,8 @@ def child(job: Job, impl: str, profile_to: Path | None) -> None:
 
 
 def _profiled(run: Any, job: Job, profile_to: Path) -> dict[str, float]:
-    """``run(job)`` under cProfile in EVERY thread, merged stats dumped to ``profile_to``.
-
-    Plain cProfile sees only the main thread, which here just waits on futures. Worker threads'
-    times add up, so totals exceed the wall time.
-    """
-    import cProfile
-    import pstats
-    import threading
-
-    workers: list[cProfile.Profile] = []
-
-    def start_in_new_thread(*_: Any) -> None:
-        profiler = cProfile.Profile()
-        workers.append(profiler)
-        profiler.enable()  # replaces this hook for the rest of the thread's life
-
-    main = cProfile.Profile()
-    threading.setprofile(start_in_new_thread)
-    main.enable()
-    try:
-        phases: dict[str, float] = run(job)
-    finally:
-        main.disable()
-        threading.setprofile(None)
-    stats = pstats.Stats(main)
-    for profiler in workers:
-        stats.add(profiler)
+    """``run(job)`` under cProfile in every thread, the merged stats dumped to ``profile_to``."""
+    phases, stats = profile_all_threads(run, job)
     stats.dump_stats(str(profile_to))
     return phases
 

@@ -9,16 +9,21 @@ with the spread (min-max) over rounds.
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 METRICS = {
     "seconds": "in-process s",
@@ -96,6 +101,33 @@ def spread(values: Sequence[float], digits: int = 2) -> str:
 def ratios(samples: Sequence[Sample], baseline: Sequence[Sample], metric: str) -> list[float]:
     """Per-round ratios of ``metric``: ``samples[i] / baseline[i]``."""
     return [s.get(metric) / b.get(metric) for s, b in zip(samples, baseline, strict=True)]
+
+
+def profile_all_threads(function: Callable[..., T], *args: Any) -> tuple[T, pstats.Stats]:
+    """``function(*args)`` under cProfile in EVERY thread it starts, with the stats merged.
+
+    Plain cProfile sees only the calling thread, which in a driver just waits on futures. Worker
+    threads' times add up, so totals can exceed the wall time.
+    """
+    workers: list[cProfile.Profile] = []
+
+    def start_in_new_thread(*_: Any) -> None:
+        profiler = cProfile.Profile()
+        workers.append(profiler)
+        profiler.enable()  # replaces this hook for the rest of the thread's life
+
+    main = cProfile.Profile()
+    threading.setprofile(start_in_new_thread)
+    main.enable()
+    try:
+        result = function(*args)
+    finally:
+        main.disable()
+        threading.setprofile(None)
+    stats = pstats.Stats(main)
+    for profiler in workers:
+        stats.add(profiler)
+    return result, stats
 
 
 def environment() -> dict[str, str]:
