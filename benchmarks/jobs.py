@@ -21,6 +21,7 @@ import importlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,12 @@ def run_bare(root: Path, scenario: str) -> None:
         fmt = scenario.split("_")[0]
         files = sorted(landing_folder(root, fmt).glob(f"*.{fmt}"))
         # CSV columns as text: what the metadata asks for (a header, no inferSchema, as Spark reads it)
-        scan = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": _scan_csv_text}[fmt](files)
-        scan.sink_delta(out, mode="append")
+        scanners: dict[str, Callable[[Any], pl.LazyFrame]] = {
+            "parquet": pl.scan_parquet,
+            "jsonl": pl.scan_ndjson,
+            "csv": _scan_csv_text,
+        }
+        scanners[fmt](files).sink_delta(out, mode="append")
     elif scenario == "merge_upsert":
         (
             DeltaTable(out)
