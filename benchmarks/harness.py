@@ -57,8 +57,8 @@ class ChildFailed(RuntimeError):
 def run_child(argv: Sequence[str], env: dict[str, str] | None = None) -> Sample:
     """Run ``argv`` in a fresh process; it prints ``{"seconds": ..., "imports": ...}`` as its last line.
 
-    A small launcher process (this module as a script) starts it: Linux carries the RSS of the
-    process that forks into its child's peak (``ru_maxrss`` survives ``exec``), so the child must
+    A small launcher process (this module as a script) starts it: on Linux a child's ``ru_maxrss``
+    starts from the peak RSS of the process that forked it (it survives ``exec``), so the child must
     not be forked from this benchmark process, which holds the data it prepared.
     """
     done = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True, env=env, check=False)
