@@ -4,9 +4,12 @@
 
 Measured from the metadata file to resolved, serialized definitions (what a code server does
 before the UI sees anything): ``build_definitions(path)`` -> repository -> ``RepositorySnap`` ->
-``serialize_value``. "Plain" builds the same number of ``AssetSpec``s by hand (same keys, deps and
-metadata sizes) in one ``multi_asset`` and resolves/serializes them the same way. Each measurement
-runs in a fresh process after ``import dagster`` (import time excluded from both).
+``serialize_value``. "Plain" builds the same tables by hand, like for like: one ``multi_asset`` of
+``AssetSpec``s (same keys, deps and metadata sizes) with the same asset checks (``load_consistent``
+on every table, ``unique_merge_keys`` on merge tables) and one external ``AssetSpec`` per landing
+source table, resolved and serialized the same way. Each measurement runs in a fresh process after
+``import dagster`` (import time excluded from both). The report gives medians with the spread
+(min-max) over rounds, the ratio per round, and the size of the serialized snapshot.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from harness import spread  # beside this script (its folder is on sys.path)
 
 
 def metadata(count: int) -> dict[str, Any]:
@@ -57,23 +62,24 @@ def load_plain(path: Path) -> int:
 
     document = json.loads(path.read_text())
     produced = {f"s/{d['destination']['table']}" for d in document["dataflows"]}
-    specs = []
+    specs, checks, sources = [], [], {}
     for d in document["dataflows"]:
-        source = d["source"]
+        source, table = d["source"], d["destination"]["table"]
         upstream = f"{source['schema_name']}/{source['table']}"
-        dep = (
-            ["lake", *upstream.split("/")]
-            if upstream in produced
-            else [source["connection_name"], *upstream.split("/")]
-        )
+        if upstream in produced:
+            dep = ["lake", *upstream.split("/")]
+        else:
+            dep = [source["connection_name"], *upstream.split("/")]
+            sources[tuple(dep)] = dg.AssetSpec(key=dep, group_name="sources", kinds={"parquet"})
+        key = dg.AssetKey(["lake", "s", table])
         specs.append(
             dg.AssetSpec(
-                key=["lake", "s", d["destination"]["table"]],
+                key=key,
                 deps=[dep],
                 description=d["description"],
                 group_name=d["stage"],
                 metadata={
-                    "dagster/uri": f"/tmp/lake/s/{d['destination']['table']}",
+                    "dagster/uri": f"/tmp/lake/s/{table}",
                     "datacoolie/dataflow_ids": [d["name"]],
                     "datacoolie/load_type": d["destination"]["load_type"],
                 },
@@ -81,12 +87,15 @@ def load_plain(path: Path) -> int:
                 skippable=True,
             )
         )
+        checks.append(dg.AssetCheckSpec("load_consistent", asset=key, blocking=True, description="rows and watermark"))
+        if d["destination"]["load_type"] == "merge_upsert":
+            checks.append(dg.AssetCheckSpec("unique_merge_keys", asset=key, blocking=True, description="unique keys"))
 
-    @dg.multi_asset(specs=specs, can_subset=True)
+    @dg.multi_asset(specs=specs, check_specs=checks, can_subset=True)
     def tables(context):  # type: ignore[no-untyped-def]  # (a string annotation would not resolve here)
         raise NotImplementedError
 
-    return _resolve_and_serialize(dg.Definitions(assets=[tables]))
+    return _resolve_and_serialize(dg.Definitions(assets=[tables, *sources.values()]))
 
 
 def _resolve_and_serialize(defs: Any) -> int:
@@ -99,7 +108,7 @@ def _resolve_and_serialize(defs: Any) -> int:
 def child(impl: str, path: Path) -> None:
     import dagster  # noqa: F401  (import time excluded from both)
 
-    import datacoolie_dagster  # noqa: F401
+    from datacoolie_dagster import build_definitions  # noqa: F401  (the package loads it lazily: load it now)
 
     started = time.perf_counter()
     size = (load_ours if impl == "ours" else load_plain)(path)
@@ -115,13 +124,15 @@ def main() -> None:
     if args.child:
         child(args.child[0], Path(args.child[1]))
         return
-    print("| dataflows | ours s | plain s | ratio | ours s per 1,000 |")
-    print("|---|---|---|---|---|")
+    print(
+        "| dataflows | ours s | plain s | ratio ours/plain | ours s per 1,000 | ours MB snapshot | plain MB snapshot |"
+    )
+    print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
             path = Path(tmp) / f"metadata_{size}.json"
             path.write_text(json.dumps(metadata(size)))
-            times: dict[str, list[float]] = {"ours": [], "plain": []}
+            runs: dict[str, list[dict[str, float]]] = {"ours": [], "plain": []}
             for round_ in range(args.rounds):
                 for impl in ("ours", "plain") if round_ % 2 == 0 else ("plain", "ours"):
                     done = subprocess.run(
@@ -130,9 +141,19 @@ def main() -> None:
                         text=True,
                         check=True,
                     )
-                    times[impl].append(json.loads(done.stdout.strip().splitlines()[-1])["seconds"])
-            ours, plain = statistics.median(times["ours"]), statistics.median(times["plain"])
-            print(f"| {size} | {ours:.2f} | {plain:.2f} | {ours / plain:.2f} | {ours / size * 1000:.2f} |", flush=True)
+                    runs[impl].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(_row(size, runs), flush=True)
+
+
+def _row(size: int, runs: dict[str, list[dict[str, float]]]) -> str:
+    ours, plain = ([r["seconds"] for r in runs[impl]] for impl in ("ours", "plain"))
+    ratio = [o / p for o, p in zip(ours, plain, strict=True)]
+    per_1000 = statistics.median(ours) / size * 1000
+    megabytes = [runs[impl][0]["bytes"] / 1e6 for impl in ("ours", "plain")]
+    return (
+        f"| {size} | {spread(ours)} | {spread(plain)} | {spread(ratio)} | {per_1000:.2f} "
+        f"| {megabytes[0]:.1f} | {megabytes[1]:.1f} |"
+    )
 
 
 if __name__ == "__main__":

@@ -21,20 +21,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import orders
+from dataset import orders
+from harness import Sample, environment, profile_all_threads, ratios, rotated, run_child, spread
 from plain_columns import system_columns  # beside this script (its folder is on sys.path)
 
 IMPLS = ("ours", "plain")
@@ -195,38 +193,12 @@ def child(job: Job, impl: str, profile_to: Path | None) -> None:
     phases = run(job) if profile_to is None else _profiled(run, job, profile_to)
     seconds = time.perf_counter() - started
     _check_tables(job)
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"seconds": seconds, "peak_rss_mib": peak_kib / 1024, "phases": phases}))
+    print(json.dumps({"seconds": seconds, "phases": phases}))
 
 
 def _profiled(run: Any, job: Job, profile_to: Path) -> dict[str, float]:
-    """``run(job)`` under cProfile in EVERY thread, merged stats dumped to ``profile_to``.
-
-    Plain cProfile sees only the main thread, which here just waits on futures. Worker threads'
-    times add up, so totals exceed the wall time.
-    """
-    import cProfile
-    import pstats
-    import threading
-
-    workers: list[cProfile.Profile] = []
-
-    def start_in_new_thread(*_: Any) -> None:
-        profiler = cProfile.Profile()
-        workers.append(profiler)
-        profiler.enable()  # replaces this hook for the rest of the thread's life
-
-    main = cProfile.Profile()
-    threading.setprofile(start_in_new_thread)
-    main.enable()
-    try:
-        phases: dict[str, float] = run(job)
-    finally:
-        main.disable()
-        threading.setprofile(None)
-    stats = pstats.Stats(main)
-    for profiler in workers:
-        stats.add(profiler)
+    """``run(job)`` under cProfile in every thread, the merged stats dumped to ``profile_to``."""
+    phases, stats = profile_all_threads(run, job)
     stats.dump_stats(str(profile_to))
     return phases
 
@@ -244,16 +216,9 @@ def _check_tables(job: Job) -> None:
         raise SystemExit(f"{len(wrong)} target tables do not hold {job.expected_rows} rows: {wrong[:10]}")
 
 
-def measure(job: Job, impl: str, *extra: str) -> dict[str, Any]:
+def measure(job: Job, impl: str, *extra: str) -> Sample:
     prepare_state(job)
-    env = os.environ | {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "2")}
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", impl, *job.args(), *extra],
-        capture_output=True, text=True, check=False, env=env,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"{impl} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_child([sys.executable, __file__, "--child", impl, *job.args(), *extra], environment())
 
 
 def profile(job: Job, top: int) -> None:
@@ -290,41 +255,44 @@ def main() -> None:
         child(job, args.child, args.profile_to)
         return
     prepare_data(job)
-    results: dict[str, list[dict[str, Any]]] = {impl: [] for impl in IMPLS}
+    results: dict[str, list[Sample]] = {impl: [] for impl in IMPLS}
     for round_ in range(args.rounds):
-        for impl in IMPLS if round_ % 2 == 0 else tuple(reversed(IMPLS)):
+        for impl in rotated(IMPLS, round_):
             results[impl].append(measure(job, impl))
     print(_report(results, job), flush=True)
     if args.out:
-        args.out.write_text(json.dumps(results, indent=2))
+        args.out.write_text(json.dumps({i: [asdict(s) for s in samples] for i, samples in results.items()}, indent=2))
     if args.profile:
         profile(job, args.top)
 
 
-def _report(results: dict[str, list[dict[str, Any]]], job: Job) -> str:
-    def median(impl: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[impl])
+def _report(results: dict[str, list[Sample]], job: Job) -> str:
+    def per_dataflow_ms(impl: str) -> list[float]:
+        return [s.seconds * 1000 / job.dataflows for s in results[impl]]
 
-    ours_ms, plain_ms = (median(impl, "seconds") * 1000 / job.dataflows for impl in IMPLS)
-    ratio = ours_ms / plain_ms
+    ours_ms, plain_ms = (statistics.median(per_dataflow_ms(impl)) for impl in IMPLS)
+    ratio = ratios(results["ours"], results["plain"], "seconds")
 
     def phases(impl: str) -> str:
-        names = results[impl][0]["phases"]
-        return ", ".join(f"{n} {statistics.median(r['phases'][n] for r in results[impl]) * 1000:.1f}" for n in names)
+        names = results[impl][0].reported["phases"]
+        medians = {n: statistics.median(s.reported["phases"][n] for s in results[impl]) for n in names}
+        return ", ".join(f"{n} {value * 1000:.1f}" for n, value in medians.items())
 
     tables = "existing" if job.existing else "new"
+    rss = {impl: spread([s.peak_rss_mib for s in results[impl]], 0) for impl in IMPLS}
     return "\n".join(
         [
             "| dataflows | workers | tables | ours ms/dataflow | plain ms/dataflow | ratio | overhead ms/dataflow "
             "| ours peak MiB | plain peak MiB |",
             "|---|---|---|---|---|---|---|---|---|",
-            f"| {job.dataflows} | {job.workers} | {tables} | {ours_ms:.1f} | {plain_ms:.1f} | {ratio:.2f} "
-            f"| {ours_ms - plain_ms:.1f} | {median('ours', 'peak_rss_mib'):.0f} | {median('plain', 'peak_rss_mib'):.0f} |",
+            f"| {job.dataflows} | {job.workers} | {tables} | {spread(per_dataflow_ms('ours'), 1)} "
+            f"| {spread(per_dataflow_ms('plain'), 1)} | {spread(ratio)} | {ours_ms - plain_ms:.1f} "
+            f"| {rss['ours']} | {rss['plain']} |",
+            "(medians, min-max over rounds; the ratio is taken per round)",
             f"ours phases, median ms (whole job; df: = mean per dataflow, in its thread): {phases('ours')}",
             f"plain phases, median ms (df: = mean per dataflow, in its thread): {phases('plain')}",
-            f"per-job seconds: ours {[round(r['seconds'], 3) for r in results['ours']]}, "
-            f"plain {[round(r['seconds'], 3) for r in results['plain']]}",
-            f"ratio {ratio:.2f}: {'within' if ratio <= TARGET_RATIO else 'ABOVE'} the {TARGET_RATIO}x target",
+            f"ratio {statistics.median(ratio):.2f}: "
+            f"{'within' if statistics.median(ratio) <= TARGET_RATIO else 'ABOVE'} the {TARGET_RATIO}x target",
         ]
     )
 

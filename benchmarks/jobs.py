@@ -1,0 +1,158 @@
+"""One measured job in a fresh process: ``python jobs.py IMPL SCENARIO ROOT`` (run by bench.py).
+
+Prints ``{"imports": s, "seconds": s}``: the time to import the libraries the implementation
+needs, then the job itself (in-process time). The parent measures the whole process (interpreter
+start to exit), its CPU time and peak RSS. Only the standard library is imported at the top:
+the ``datacoolie`` implementation runs in DataCoolie's own virtualenv, where our package is absent.
+
+The four implementations of each job, all writing ``<root>/work/bench/<scenario>``:
+
+- ``bare``: what a user writes by hand: ``scan -> sink_delta``; ``scan -> filter -> sink_delta``
+  for the incremental read; a delta-rs MERGE for the upsert. No lineage or system columns.
+- ``plain``: polars + deltalake by hand, adding the same lineage and system columns we add.
+- ``ours``: ``datacoolie_core``'s driver on the metadata file, ``driver.run(stage=scenario)``.
+- ``datacoolie``: DataCoolie 0.2.0's driver on the same metadata file, set up as its README's
+  quick start does (``PolarsEngine(platform=LocalPlatform())``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dataset import KEY, incremental_source, landing_folder, merge_file, stored_watermark, target
+
+LIBRARIES = ("polars", "deltalake")
+IMPORTS = {
+    "bare": LIBRARIES,
+    "plain": LIBRARIES,
+    "ours": (*LIBRARIES, "datacoolie_core.orchestration.driver"),
+    "datacoolie": (
+        *LIBRARIES,
+        "datacoolie.engines.polars_engine",
+        "datacoolie.platforms.local_platform",
+        "datacoolie.orchestration.driver",
+    ),
+}
+
+
+def run_bare(root: Path, scenario: str) -> None:
+    import polars as pl
+    from deltalake import DeltaTable
+
+    out = str(target(root, scenario))
+    if scenario.endswith("_append"):
+        fmt = scenario.split("_")[0]
+        files = sorted(landing_folder(root, fmt).glob(f"*.{fmt}"))
+        # CSV columns as text: what the metadata asks for (a header, no inferSchema, as Spark reads it)
+        scanners: dict[str, Callable[[Any], pl.LazyFrame]] = {
+            "parquet": pl.scan_parquet,
+            "jsonl": pl.scan_ndjson,
+            "csv": _scan_csv_text,
+        }
+        scanners[fmt](files).sink_delta(out, mode="append")
+    elif scenario == "merge_upsert":
+        (
+            DeltaTable(out)
+            .merge(
+                pl.read_parquet(merge_file(root)), predicate=f"t.{KEY} = s.{KEY}", source_alias="s", target_alias="t"
+            )
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        )
+    else:  # incremental_read
+        scan = pl.scan_delta(str(incremental_source(root)))
+        scan.filter(pl.col("updated_at") > stored_watermark(root)).sink_delta(out, mode="append")
+
+
+def run_plain(root: Path, scenario: str) -> None:
+    import polars as pl
+    from deltalake import DeltaTable, write_deltalake
+    from plain_columns import system_columns
+
+    system = system_columns(pl)
+    out = str(target(root, scenario))
+    if scenario.endswith("_append"):
+        fmt = scenario.split("_")[0]
+        files = sorted(landing_folder(root, fmt).glob(f"*.{fmt}"))
+        frame = pl.concat([_scan_with_lineage(pl, fmt, f) for f in files], how="diagonal_relaxed")
+        write_deltalake(out, frame.with_columns(system).collect().to_arrow(), mode="append")
+    elif scenario == "merge_upsert":
+        source = _scan_with_lineage(pl, "parquet", merge_file(root))
+        batch = source.with_columns(system).collect().unique(KEY, keep="last", maintain_order=True)
+        columns = [c for c in batch.columns if c not in (KEY, "__created_at")]
+        (
+            DeltaTable(out)
+            .merge(batch.to_arrow(), predicate=f"t.{KEY} = s.{KEY}", source_alias="s", target_alias="t")
+            .when_matched_update({c: f"s.{c}" for c in columns})
+            .when_not_matched_insert_all()
+            .execute()
+        )
+    else:  # incremental_read
+        scan = pl.scan_delta(str(incremental_source(root)))
+        rows = scan.filter(pl.col("updated_at") > stored_watermark(root)).collect()
+        rows.select(pl.len(), pl.col("updated_at").max())  # what the engine computes for the new watermark
+        write_deltalake(out, rows.with_columns(system).to_arrow(), mode="append")
+
+
+def run_ours(root: Path, scenario: str) -> None:
+    from datacoolie_core.orchestration.driver import DataCoolieDriver
+
+    with DataCoolieDriver(metadata_base_path=root / "meta", state_base_path=root / "state") as driver:
+        _succeeded(driver.run(stage=scenario), scenario)
+
+
+def run_datacoolie(root: Path, scenario: str) -> None:
+    from datacoolie.engines.polars_engine import PolarsEngine
+    from datacoolie.orchestration.driver import DataCoolieDriver
+    from datacoolie.platforms.local_platform import LocalPlatform
+
+    engine = PolarsEngine(platform=LocalPlatform())
+    meta, state = str(root / "meta"), str(root / "state")
+    with DataCoolieDriver(engine=engine, metadata_base_path=meta, state_base_path=state) as driver:
+        _succeeded(driver.run(stage=scenario), scenario)
+
+
+RUNNERS = {"bare": run_bare, "plain": run_plain, "ours": run_ours, "datacoolie": run_datacoolie}
+
+
+def _succeeded(result: Any, scenario: str) -> None:
+    if (result.total, result.succeeded) != (1, 1):
+        raise SystemExit(f"{scenario}: {result.succeeded}/{result.total} dataflows succeeded: {result}")
+
+
+def _scan_csv_text(files: Any) -> Any:
+    import polars as pl
+
+    return pl.scan_csv(files, infer_schema=False)
+
+
+def _scan_with_lineage(pl: Any, fmt: str, path: Path) -> Any:
+    scan = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": _scan_csv_text}[fmt](path)
+    mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
+    return scan.with_columns(
+        pl.lit(path.name).alias("__file_name"),
+        pl.lit(str(path)).alias("__file_path"),
+        pl.lit(mtime).alias("__file_modification_time"),
+    )
+
+
+def main() -> None:
+    impl, scenario, root = sys.argv[1:4]
+    started = time.perf_counter()
+    for module in IMPORTS[impl]:
+        importlib.import_module(module)
+    imported = time.perf_counter()
+    RUNNERS[impl](Path(root), scenario)
+    print(json.dumps({"imports": imported - started, "seconds": time.perf_counter() - imported}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""Correctness of every benchmark output, checked after the timed rounds (untimed).
+
+Each implementation's output table of the last timed round is kept under
+``<root>/outputs/<scenario>/<impl>``. Against the bare job's table it must have the same row count,
+the same key set and, for every data column the bare table has, the same values row by row (by
+key); for merge_upsert that is the final table's content. Lineage and system columns (``__*``) are
+left out: they hold each run's own file paths, times and run ids.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from dataset import KEY, target
+
+
+def keep_output(root: Path, scenario: str, impl: str) -> None:
+    """Move the table a job just wrote out of the way of the next job (a rename: cheap, untimed)."""
+    kept = root / "outputs" / scenario / impl
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    target(root, scenario).rename(kept)
+
+
+def verify(root: Path, scenarios: Sequence[str], impls: Sequence[str]) -> list[str]:
+    """One line per scenario and implementation: ``ok`` with what was compared, or what differs."""
+    lines = []
+    for scenario in scenarios:
+        bare = root / "outputs" / scenario / "bare"
+        for impl in (i for i in impls if i != "bare"):
+            problems = compare(bare, root / "outputs" / scenario / impl)
+            lines.append(
+                f"{scenario:17} {impl:11} "
+                + ("; ".join(problems) or "ok: same rows, keys and values in the bare table's columns")
+            )
+    return lines
+
+
+def compare(bare: Path, other: Path) -> list[str]:
+    """What differs between two Delta tables on the bare table's columns (empty: equal)."""
+    import polars as pl
+
+    expected, actual = pl.read_delta(str(bare)), pl.read_delta(str(other))
+    problems = []
+    if actual.height != expected.height:
+        problems.append(f"{actual.height} rows, bare has {expected.height}")
+    extra_keys = actual.join(expected, on=KEY, how="anti").height
+    missing_keys = expected.join(actual, on=KEY, how="anti").height
+    if extra_keys or missing_keys:
+        problems.append(f"key set differs: {missing_keys} keys missing, {extra_keys} extra")
+    missing = [c for c in expected.columns if c not in actual.columns]
+    if missing:
+        problems.append(f"columns missing: {missing}")
+    if problems:
+        return problems
+    shared = [c for c in expected.columns if not c.startswith("__")]  # system columns hold each run's own values
+    for column in shared:
+        if actual.schema[column] != expected.schema[column]:
+            problems.append(f"{column}: dtype {actual.schema[column]}, bare {expected.schema[column]}")
+    joined = expected.sort(KEY).select(shared).hstack(actual.sort(KEY).select(shared).rename(lambda c: f"{c}~"))
+    for column in shared:
+        differing = joined.select(pl.col(column).cast(pl.String).ne_missing(pl.col(f"{column}~").cast(pl.String)).sum())
+        if count := differing.item():
+            problems.append(f"{column}: {count} values differ")
+    return problems
