@@ -10,6 +10,10 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
+from datacoolie_dagster.dagster_internal import AUTO_RETRY_RUN_ID_TAG as AUTO_RETRY_RUN_ID_TAG
+from datacoolie_dagster.dagster_internal import BACKFILL_ID_TAG, PARENT_BACKFILL_ID_TAG, ROOT_BACKFILL_ID_TAG
+from datacoolie_dagster.dagster_internal import WILL_RETRY_TAG as WILL_RETRY_TAG
+
 AUTOMATED = "datacoolie/automated"
 RETRY_NUMBER = "datacoolie/retry_number"
 ROOT_RUN_ID = "datacoolie/root_run_id"
@@ -23,11 +27,9 @@ RETRY_DECISION = "datacoolie/retry"
 DATACOOLIE_BACKFILL = "datacoolie/backfill"
 """On a retry of a run whose backfill had already finished: that backfill's id."""
 
-# Dagster 1.13.27 system tags (dagster._core.storage.tags), read by its backfill daemon and UI.
-BACKFILL_TAG = "dagster/backfill"
-BACKFILL_TAGS = (BACKFILL_TAG, "dagster/parent_backfill_id", "dagster/root_backfill_id")
-WILL_RETRY_TAG = "dagster/will_retry"
-AUTO_RETRY_RUN_ID_TAG = "dagster/auto_retry_run_id"
+# Dagster's own tags, read by its backfill daemon and UI (private: see dagster_internal).
+BACKFILL_TAG = BACKFILL_ID_TAG
+BACKFILL_TAGS = (BACKFILL_TAG, PARENT_BACKFILL_ID_TAG, ROOT_BACKFILL_ID_TAG)
 FAILURE_REASON_TAG = "dagster/failure_reason"
 PARTITION_TAG = "dagster/partition"
 _KEPT_SYSTEM_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end", "dagster/priority")
