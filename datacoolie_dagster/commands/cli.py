@@ -10,8 +10,9 @@ it skipped, or why it was not evaluated. Exit 0, or 1 if an evaluation failed. S
 evaluated (start them with ``dagster schedule start`` / ``dagster sensor start``).
 
 It calls the daemon's own schedule and sensor iterations once, synchronously (private Dagster
-functions, see :mod:`datacoolie_dagster.dagster_internal`): Dagster has no public "tick once" API. A fresh schedule starts counting at its first tick (as with the daemon), so the
-first ``tick`` of a new deployment only records state.
+functions, see :mod:`datacoolie_dagster.dagster_internal`): Dagster has no public "tick once" API.
+A fresh schedule starts counting at its first tick (as with the daemon), so the first ``tick`` of a
+new deployment only records state.
 """
 
 from __future__ import annotations
