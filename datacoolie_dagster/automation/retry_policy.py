@@ -21,12 +21,13 @@ from datacoolie_dagster.constants import (  # noqa: F401  (re-exported: the sens
     ROOT_RUN_ID,
     RUN_RETRIES,
 )
+from datacoolie_dagster.dagster_internal import AUTO_RETRY_RUN_ID_TAG as AUTO_RETRY_RUN_ID_TAG
+from datacoolie_dagster.dagster_internal import BACKFILL_ID_TAG, PARENT_BACKFILL_ID_TAG, ROOT_BACKFILL_ID_TAG
+from datacoolie_dagster.dagster_internal import WILL_RETRY_TAG as WILL_RETRY_TAG
 
-# Dagster 1.13.27 system tags (dagster._core.storage.tags), read by its backfill daemon and UI.
-BACKFILL_TAG = "dagster/backfill"
-BACKFILL_TAGS = (BACKFILL_TAG, "dagster/parent_backfill_id", "dagster/root_backfill_id")
-WILL_RETRY_TAG = "dagster/will_retry"
-AUTO_RETRY_RUN_ID_TAG = "dagster/auto_retry_run_id"
+# Dagster's own tags, read by its backfill daemon and UI (private: see dagster_internal).
+BACKFILL_TAG = BACKFILL_ID_TAG
+BACKFILL_TAGS = (BACKFILL_TAG, PARENT_BACKFILL_ID_TAG, ROOT_BACKFILL_ID_TAG)
 FAILURE_REASON_TAG = "dagster/failure_reason"
 PARTITION_TAG = "dagster/partition"
 _KEPT_SYSTEM_TAGS = ("dagster/asset_partition_range_start", "dagster/asset_partition_range_end", "dagster/priority")

@@ -28,18 +28,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import dagster as dg
-from dagster._core.remote_origin import RemoteInstigatorOrigin, RemoteRepositoryOrigin  # pinned: dagster 1.13.27
-from dagster._core.storage.tags import CODE_LOCATION_TAG  # pinned: dagster 1.13.27
-from dagster._utils.schedules import cron_string_iterator, is_valid_cron_string  # pinned: dagster 1.13.27
 from pydantic import ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import AUTOMATED, CATCHUP, CONFIGURE_KEY, FIRE, SCHEDULE, TRIGGER
+from datacoolie_dagster.dagster_internal import CODE_LOCATION_TAG, newest_tick_time
 from datacoolie_dagster.location.settings import ScheduleSettings, dagster_settings
 
 TRIGGER_TAG = TRIGGER
@@ -75,7 +74,7 @@ def schedule_settings(
         result[stage] = _parse(value, f"stage '{stage}'", "schedules")
     for stage, settings in result.items():
         # the pure check of settings.py, confirmed by Dagster's own parser
-        if not is_valid_cron_string(settings.cron):
+        if not dagster_accepts_cron(settings.cron):
             raise _issue(f"stage '{stage}'", f"'{settings.cron}' is not a cron string Dagster accepts")
     return result
 
@@ -122,7 +121,7 @@ def has_run(instance: dg.DagsterInstance, schedule: str, fire: datetime, locatio
 
 
 def _of(location: str | None) -> dict[str, str]:
-    # Dagster 1.13.27 tags every run launched from a code location with it (CODE_LOCATION_TAG)
+    # Dagster tags every run launched from a code location with it (CODE_LOCATION_TAG)
     return {CODE_LOCATION_TAG: location} if location else {}
 
 
@@ -172,17 +171,35 @@ def catchup_requests(
     return requests, json.dumps(cursor_out, sort_keys=True)
 
 
+def dagster_accepts_cron(cron: str) -> bool:
+    """Whether Dagster takes ``cron`` as a schedule's cron string (its own check, via the public API)."""
+    try:
+        dg.ScheduleDefinition(name="datacoolie_cron_check", cron_schedule=cron, job_name="datacoolie_cron_check")
+    except dg.DagsterInvalidDefinitionError:
+        return False
+    return True
+
+
+_FIRE_FORMAT = "%Y-%m-%dT%H:%M:%S%z"
+"""Partition keys of :func:`_fires_before_latest`: the fire with its UTC offset (unique across DST)."""
+
+
 def _fires_before_latest(settings: ScheduleSettings, last: datetime, now: datetime) -> list[datetime]:
-    """Fires in ``(last, latest)`` where ``latest`` is the newest fire at or before ``now``."""
-    descending = cron_string_iterator(now.timestamp(), settings.cron, settings.timezone, ascending=False)
-    fires: list[datetime] = []
-    for fire in descending:
-        if fire > now:
-            continue
-        if fire <= last:
-            break
-        fires.append(fire)
-    return list(reversed(fires[1:]))
+    """Fires in ``(last, latest)`` (in UTC) where ``latest`` is the newest fire at or before ``now``.
+
+    A cron time-window partitions definition has one window per fire, and its windows that ended by
+    ``now`` are exactly the fires before the latest; Dagster's schedules and partitions iterate a cron
+    string with the same code (daylight saving included), so these are the fires the schedule made.
+    The definition's start is read as wall time in the timezone, and its first window begins at the
+    first fire at or after it: a day before ``last``, in the schedule's zone, leaves none out.
+    """
+    start = (last - timedelta(days=1)).astimezone(ZoneInfo(settings.timezone))
+    windows = dg.TimeWindowPartitionsDefinition(
+        start=start, cron_schedule=settings.cron, timezone=settings.timezone, fmt=_FIRE_FORMAT
+    )
+    keys = windows.get_partition_keys(current_time=now)
+    fires = (datetime.strptime(key, _FIRE_FORMAT).astimezone(UTC) for key in keys)
+    return [fire for fire in fires if fire > last]
 
 
 def _last_recorded_fire(instance: dg.DagsterInstance, schedule: str, location: str | None) -> datetime | None:
@@ -249,13 +266,7 @@ def _newest_ticks(context: dg.SensorEvaluationContext, schedules: Iterable[str])
     location, repository = context.code_location_origin, context.repository_name
     if location is None or repository is None:
         return None
-    newest: dict[str, datetime | None] = {}
-    for name in schedules:
-        # InstigatorSelector / RemoteInstigatorOrigin ids are how Dagster 1.13.27 keys ticks (pinned)
-        origin = RemoteInstigatorOrigin(RemoteRepositoryOrigin(location, repository), name)
-        ticks = context.instance.get_ticks(origin.get_id(), origin.get_selector().get_id(), limit=1)
-        newest[name] = datetime.fromtimestamp(ticks[0].timestamp, UTC) if ticks else None
-    return newest
+    return {name: newest_tick_time(context.instance, location, repository, name) for name in schedules}
 
 
 def _parse(value: ScheduleSettings | Mapping[str, Any], subject: str, path: str) -> ScheduleSettings:

@@ -42,12 +42,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import dagster as dg
-from dagster._core.definitions.data_version import DATA_VERSION_TAG  # pinned: dagster 1.13.27
 
 from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
 from datacoolie_dagster.automation.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
 from datacoolie_dagster.constants import AUTOMATED, NAMESPACE, TRIGGER
+from datacoolie_dagster.dagster_internal import DATA_VERSION_TAG
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.settings import dagster_settings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef, source_refs

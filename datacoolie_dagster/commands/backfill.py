@@ -25,7 +25,6 @@ other storage it is an exclusive ``fcntl.flock`` on ``$DAGSTER_HOME/datacoolie-b
 from __future__ import annotations
 
 import argparse
-import asyncio
 import fcntl
 import hashlib
 import logging
@@ -35,23 +34,23 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 import sqlalchemy as sa
-from dagster._core.definitions.assets.graph.remote_asset_graph import RemoteWorkspaceAssetGraph
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
-from dagster._core.execution.submit_asset_runs import submit_asset_run
-from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES
-from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster_postgres import PostgresRunStorage
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_dagster import dagster_internal
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
 from datacoolie_dagster.constants import AUTOMATED, TRIGGER
 from datacoolie_dagster.location.assets import CODE_VERSION_TAG
 from datacoolie_dagster.location.partitions import contiguous_chunks
+
+if TYPE_CHECKING:
+    from datacoolie_dagster.dagster_internal import WorkspaceAssetGraph as RemoteWorkspaceAssetGraph
+    from datacoolie_dagster.dagster_internal import WorkspaceProcessContext
 
 LOGGER = logging.getLogger("datacoolie_dagster.commands.backfill")
 
@@ -66,6 +65,15 @@ AUTOMATED_TAGS = {AUTOMATED: "true", TRIGGER: "backfill"}
 PARTITION_TAG = "dagster/partition"
 RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
+NOT_FINISHED = (
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.SUSPENDED,
+    dg.DagsterRunStatus.CANCELING,
+)
+"""Run statuses of a run that may still write (Dagster's own not-finished list; MANAGED is no run of ours)."""
 
 
 class BackfillError(DataCoolieError):
@@ -227,7 +235,7 @@ def _live_partitions(
 ) -> set[str]:
     """Partitions of ``key`` targeted by a run that has not finished (queued, starting, started, …)."""
     live: set[str] = set()
-    for run in instance.get_runs(filters=dg.RunsFilter(statuses=NOT_FINISHED_STATUSES)):
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=list(NOT_FINISHED))):
         # a run without an asset selection (an op job) may still write the asset: count it
         if run.asset_selection is not None and key not in run.asset_selection:
             continue
@@ -246,10 +254,8 @@ def _requested_backfill_partitions(
     only cancel, the rest are final. Job backfills (a partition set, no asset selection) are not read.
     """
     pending: dict[dg.AssetKey, set[str]] = {key: set() for key in keys}
-    # BulkActionsFilter / BulkActionStatus / PartitionBackfill are not exported by dagster (pinned 1.13.27)
-    unfinished = instance.get_backfills(filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED]))
-    for backfill in unfinished:
-        if not backfill.is_asset_backfill or not set(backfill.asset_selection or ()) & pending.keys():
+    for backfill in dagster_internal.requested_asset_backfills(instance):
+        if not set(backfill.asset_selection or ()) & pending.keys():
             continue
         data = backfill.get_asset_backfill_data(asset_graph)
         subsets = data.get_targeted_partitions_without_materialization_status().partitions_subsets_by_asset_key
@@ -271,14 +277,8 @@ def submit_backfill(
     context: WorkspaceProcessContext, plan: BackfillPlan, *, logger: logging.Logger = LOGGER
 ) -> list[dg.DagsterRun]:
     """Create and submit the plan's runs to the instance's run coordinator (the queue)."""
-    workspace = context.create_request_context()
-    cache: dict[Any, Any] = {}
-    runs = []
-    for index, planned in enumerate(plan.runs):
-        request = dg.RunRequest(asset_selection=[planned.asset_key], tags=planned.tags)
-        submit = submit_asset_run(None, request, index, context.instance, context, workspace, cache, {}, logger)
-        runs.append(asyncio.run(submit))
-    return runs
+    requests = [dg.RunRequest(asset_selection=[planned.asset_key], tags=planned.tags) for planned in plan.runs]
+    return dagster_internal.submit_run_requests(context, requests, logger)
 
 
 @contextmanager
@@ -358,7 +358,7 @@ def _backfill(args: argparse.Namespace) -> int:
         return 2
     with (
         dg.DagsterInstance.from_config(os.fspath(home)) as instance,
-        WorkspaceProcessContext(instance, load_target(args)) as context,
+        dagster_internal.workspace_context(instance, load_target(args)) as context,
     ):
         try:
             plan, runs = run_backfill(context, args.target, args.partitions, rerun=args.rerun)

@@ -9,11 +9,10 @@ still has to dequeue them). It prints one line per schedule and sensor: the run 
 it skipped, or why it was not evaluated. Exit 0, or 1 if an evaluation failed. STOPPED instigators are not
 evaluated (start them with ``dagster schedule start`` / ``dagster sensor start``).
 
-Pinned to dagster 1.13.27: it calls the daemon's iteration functions
-(``dagster._scheduler.scheduler.launch_scheduled_runs`` and
-``dagster._daemon.sensor.execute_sensor_iteration``) once, synchronously; Dagster has no public
-"tick once" API. A fresh schedule starts counting at its first tick (as with the daemon), so the
-first ``tick`` of a new deployment only records state.
+It calls the daemon's own schedule and sensor iterations once, synchronously (private Dagster
+functions, see :mod:`datacoolie_dagster.dagster_internal`): Dagster has no public "tick once" API.
+A fresh schedule starts counting at its first tick (as with the daemon), so the first ``tick`` of a
+new deployment only records state.
 """
 
 from __future__ import annotations
@@ -22,22 +21,15 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import dagster as dg
-from dagster._core.remote_representation.external import RemoteSchedule, RemoteSensor
-from dagster._core.scheduler.instigation import InstigatorTick, TickStatus
-from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import (
-    WorkspaceLoadTarget,
-)
-from dagster._daemon.sensor import execute_sensor_iteration
-from dagster._scheduler.scheduler import launch_scheduled_runs
-from dagster._utils.error import SerializableErrorInfo
 
 from datacoolie_core.cli.output import run_masked
+from datacoolie_dagster import dagster_internal as internal
 from datacoolie_dagster.commands.backfill import add_backfill_parser
 from datacoolie_dagster.commands.cli_options import (
     add_location_options,
@@ -46,6 +38,14 @@ from datacoolie_dagster.commands.cli_options import (
     quiet_instance_logs,
 )
 from datacoolie_dagster.commands.rebuild import add_rebuild_parser
+
+if TYPE_CHECKING:
+    from datacoolie_dagster.dagster_internal import (
+        InstigatorTick,
+        RemoteSchedule,
+        RemoteSensor,
+        WorkspaceLoadTarget,
+    )
 
 LOGGER = logging.getLogger("datacoolie_dagster.tick")
 
@@ -134,54 +134,22 @@ def tick_pass(instance: dg.DagsterInstance, target: WorkspaceLoadTarget, *, verb
     ``verbose``: the code server also logs its start and stop (INFO).
     """
     started = datetime.now(UTC)
-    with WorkspaceProcessContext(instance, target, code_server_log_level="INFO" if verbose else "WARNING") as context:
-        instigators, errors = _instigators(context)
+    log_level = "INFO" if verbose else "WARNING"
+    with internal.workspace_context(instance, target, code_server_log_level=log_level) as context:
+        instigators, errors = internal.workspace_instigators(context)
         # a schedule's tick is stamped with its fire time, not with when it was evaluated: a tick is
         # this pass's when its storage id is past the latest one before the pass
         before = {i.selector_id: _tick_ids(instance, i, limit=1) for i in instigators}
-        errors += [*_drain(_schedules_pass(context, started)), *_drain(_sensors_pass(context))]
+        # the sensors are evaluated synchronously, one after the other (the daemon without use_threads)
+        errors += internal.error_texts(internal.schedules_pass(context, started, LOGGER))
+        errors += internal.error_texts(internal.sensors_pass(context, LOGGER))
         outcomes = [_outcome(instance, i, max(before[i.selector_id], default=0)) for i in instigators]
     errors += [f"{o.kind} '{o.name}' failed: {o.detail}" for o in outcomes if o.status == "failed"]
     return TickReport(outcomes, list(dict.fromkeys(errors)))
 
 
-def _schedules_pass(context: WorkspaceProcessContext, now: datetime) -> Iterator[object]:
-    settings = context.instance.get_scheduler_settings() or {}
-    yield from launch_scheduled_runs(
-        context,
-        LOGGER,
-        end_datetime_utc=now,
-        iteration_times={},
-        max_catchup_runs=settings.get("max_catchup_runs", 5),
-        max_tick_retries=settings.get("max_tick_retries", 0),
-    )
-
-
-def _sensors_pass(context: WorkspaceProcessContext) -> Iterator[object]:
-    # no thread pools: evaluated synchronously, one after the other, like the daemon without use_threads
-    yield from execute_sensor_iteration(context, LOGGER, threadpool_executor=None, submit_threadpool_executor=None)
-
-
-def _drain(results: Iterator[object]) -> list[str]:
-    return [error.to_string() for error in results if isinstance(error, SerializableErrorInfo)]
-
-
-def _instigators(context: WorkspaceProcessContext) -> tuple[list[RemoteSchedule | RemoteSensor], list[str]]:
-    """Every schedule and sensor of the workspace, and the code locations that failed to load."""
-    instigators: list[RemoteSchedule | RemoteSensor] = []
-    load_errors: list[str] = []
-    for location in context.create_request_context().get_code_location_entries().values():
-        if location.load_error is not None:
-            load_errors.append(f"code location '{location.origin.location_name}' failed to load: {location.load_error}")
-            continue
-        assert location.code_location is not None
-        for repository in location.code_location.get_repositories().values():
-            instigators += [*repository.get_schedules(), *repository.get_sensors()]
-    return instigators, load_errors
-
-
 def _ticks(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, limit: int) -> list[InstigatorTick]:
-    return list(instance.get_ticks(instigator.get_remote_origin_id(), instigator.selector_id, limit=limit))
+    return internal.instigator_ticks(instance, instigator, limit)
 
 
 def _tick_ids(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, limit: int) -> list[int]:
@@ -190,23 +158,22 @@ def _tick_ids(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteS
 
 def _outcome(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, after: int) -> TickOutcome:
     """What ``instigator`` did in this pass: its ticks with a storage id past ``after`` (newest first)."""
-    kind = "schedule" if isinstance(instigator, RemoteSchedule) else "sensor"
+    kind = "schedule" if internal.is_schedule(instigator) else "sensor"
     ticks = [tick for tick in _ticks(instance, instigator, limit=_MAX_TICKS_PER_PASS) if tick.tick_id > after]
     if not ticks:
-        stored = instance.get_instigator_state(instigator.get_remote_origin_id(), instigator.selector_id)
-        running = instigator.get_current_instigator_state(stored).is_running
+        running = internal.is_running(instance, instigator)
         why = "not due yet" if running else f"stopped (start it in the UI, or: dagster {kind} start {instigator.name})"
         return TickOutcome(kind, instigator.name, "not evaluated", why)
-    failed = [tick for tick in ticks if tick.status == TickStatus.FAILURE]
+    failed = [tick for tick in ticks if internal.tick_status(tick) == "FAILURE"]
     if failed:
         error = failed[0].error
         return TickOutcome(kind, instigator.name, "failed", error.message.strip() if error else "no error recorded")
     run_ids = [run_id for tick in reversed(ticks) for run_id in tick.run_ids]
     if run_ids:
         return TickOutcome(kind, instigator.name, "queued", f"{len(run_ids)} run(s): {', '.join(run_ids)}")
-    if ticks[0].status == TickStatus.SKIPPED:
+    if internal.tick_status(ticks[0]) == "SKIPPED":
         return TickOutcome(kind, instigator.name, "skipped", ticks[0].skip_reason or "nothing to do")
-    return TickOutcome(kind, instigator.name, ticks[0].status.value.lower(), "no run requested")
+    return TickOutcome(kind, instigator.name, internal.tick_status(ticks[0]).lower(), "no run requested")
 
 
 _MAX_TICKS_PER_PASS = 50

@@ -6,13 +6,12 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from dagster._core.workspace.load_target import (
-    ModuleTarget,
-    PythonFileTarget,
-    WorkspaceFileTarget,
-    WorkspaceLoadTarget,
-)
+from datacoolie_dagster import dagster_internal
+
+if TYPE_CHECKING:
+    from datacoolie_dagster.dagster_internal import WorkspaceLoadTarget
 
 
 def add_location_options(parser: argparse.ArgumentParser) -> None:
@@ -28,11 +27,9 @@ def add_location_options(parser: argparse.ArgumentParser) -> None:
 def load_target(args: argparse.Namespace) -> WorkspaceLoadTarget:
     """The code location the options name."""
     directory = os.path.abspath(args.working_directory or os.getcwd())
-    if args.module_name:
-        return ModuleTarget(args.module_name, None, directory, None)
-    if args.python_file:
-        return PythonFileTarget(os.path.abspath(args.python_file), None, directory, None)
-    return WorkspaceFileTarget(paths=[os.path.abspath(args.workspace or "workspace.yaml")])
+    python_file = os.path.abspath(args.python_file) if args.python_file else None
+    workspace = os.path.abspath(args.workspace or "workspace.yaml")
+    return dagster_internal.load_target(args.module_name, python_file, workspace, directory)
 
 
 def instance_home(args: argparse.Namespace, command: str) -> str | None:

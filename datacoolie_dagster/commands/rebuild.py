@@ -15,27 +15,23 @@ on the instance (a daemon or ``dagster run`` worker dequeues them) and waited fo
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
-from dagster._core.definitions.reconstruct import repository_def_from_target_def
-from dagster._core.execution.submit_asset_runs import submit_asset_run
-from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin
-from dagster._core.workspace.context import WorkspaceProcessContext
-from dagster._core.workspace.load_target import WorkspaceLoadTarget
-from dagster._grpc.utils import get_loadable_targets
 
+from datacoolie_dagster import dagster_internal
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
 from datacoolie_dagster.constants import TRIGGER
 from datacoolie_dagster.location.ordering import ordered_levels
+
+if TYPE_CHECKING:
+    from datacoolie_dagster.dagster_internal import AssetGraph, WorkspaceLoadTarget, WorkspaceProcessContext
 
 LOGGER = logging.getLogger("datacoolie_dagster.commands.rebuild")
 TRIGGER_TAG = TRIGGER
@@ -85,7 +81,7 @@ class RebuildResult:
 
 
 def plan_rebuild(
-    asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey, partition_key: str | None
+    asset_graph: AssetGraph, asset_key: dg.AssetKey, partition_key: str | None
 ) -> list[tuple[RebuildRun, ...]]:
     """The runs of a rebuild, level by level (level 1: the asset itself). Pure.
 
@@ -100,7 +96,7 @@ def plan_rebuild(
     return [_runs(asset_graph, keys, root, partition_key) for keys in _levels(asset_graph, asset_key)]
 
 
-def _root(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey, partition_key: str | None) -> Any:
+def _root(asset_graph: AssetGraph, asset_key: dg.AssetKey, partition_key: str | None) -> Any:
     if not asset_graph.has(asset_key) or not asset_graph.get(asset_key).is_materializable:
         known = sorted(k.to_user_string() for k in asset_graph.materializable_asset_keys)
         raise RebuildError(f"no materializable asset '{asset_key.to_user_string()}'; known: {', '.join(known)}")
@@ -116,7 +112,7 @@ def _root(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey, partition_ke
     return partitions_def
 
 
-def _levels(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey) -> list[list[dg.AssetKey]]:
+def _levels(asset_graph: AssetGraph, asset_key: dg.AssetKey) -> list[list[dg.AssetKey]]:
     """``asset_key`` and its materializable descendants in lineage order (the location's
     :func:`ordered_levels`): level ``n`` holds those whose longest path from ``asset_key`` is ``n``."""
     reached = {asset_key}
@@ -131,7 +127,7 @@ def _levels(asset_graph: BaseAssetGraph[Any], asset_key: dg.AssetKey) -> list[li
 
 
 def _runs(
-    asset_graph: BaseAssetGraph[Any], keys: Sequence[dg.AssetKey], root_def: Any, partition_key: str | None
+    asset_graph: AssetGraph, keys: Sequence[dg.AssetKey], root_def: Any, partition_key: str | None
 ) -> tuple[RebuildRun, ...]:
     partitioned = [k for k in keys if asset_graph.get(k).partitions_def is not None]
     for key in partitioned:
@@ -197,7 +193,7 @@ def rebuild(
         job = repository.get_implicit_global_asset_job_def()
         return run_levels(levels, lambda level: [_execute(job, run, instance, tags) for run in level])
     assert target is not None
-    with WorkspaceProcessContext(instance, target) as context:
+    with dagster_internal.workspace_context(instance, target) as context:
         levels = plan_rebuild(context.create_request_context().asset_graph, asset_key, partition_key)
         launch = _QueuedLevel(context, instance, tags, timeout, poll_interval)
         return run_levels(levels, launch)
@@ -239,10 +235,7 @@ class _QueuedLevel:
     def _submit(self, run: RebuildRun) -> str:
         tags = self.tags | ({"dagster/partition": run.partition_key} if run.partition_key else {})
         request = dg.RunRequest(asset_selection=list(run.asset_keys), partition_key=run.partition_key, tags=tags)
-        workspace = self.context.create_request_context()
-        submitted = asyncio.run(
-            submit_asset_run(None, request, 0, self.instance, self.context, workspace, {}, {}, LOGGER)
-        )
+        [submitted] = dagster_internal.submit_run_requests(self.context, [request], LOGGER)
         return submitted.run_id
 
     def _runs(self, run_ids: Iterable[str]) -> list[dg.DagsterRun]:
@@ -293,20 +286,9 @@ def _rebuild(args: argparse.Namespace) -> int:
 
 def load_repository(target: WorkspaceLoadTarget) -> dg.RepositoryDefinition:
     """The one code location of ``target``, imported into this process (for ``--in-process``)."""
-    origins = [o for o in target.create_origins() if isinstance(o, ManagedGrpcPythonEnvCodeLocationOrigin)]
-    if len(origins) != 1:
-        raise RebuildError(f"--in-process needs exactly one Python code location, found {len(origins)}; use -m or -f")
-    origin = origins[0].loadable_target_origin
-    loadables = get_loadable_targets(
-        python_file=origin.python_file,
-        module_name=origin.module_name,
-        package_name=origin.package_name,
-        autoload_defs_module_name=origin.autoload_defs_module_name,
-        working_directory=origin.working_directory,
-        attribute=origin.attribute,
-        resolve_lazy_defs=True,
-    )
-    repositories = [r for t in loadables if (r := repository_def_from_target_def(t.target_definition)) is not None]
+    locations, repositories = dagster_internal.load_repositories(target)
+    if locations != 1:
+        raise RebuildError(f"--in-process needs exactly one Python code location, found {locations}; use -m or -f")
     if len(repositories) != 1:
         raise RebuildError(
             f"--in-process needs exactly one Definitions in the code location, found {len(repositories)}"

@@ -51,7 +51,7 @@ class Daemon:
         args = [str(BIN / "dagster"), "job", "launch", "-w", "workspace.yaml", "-j", job]
         done = subprocess.run(
             [*args, "--tags", json.dumps(dict(tags or {}))],
-            cwd=self.root, env=dict(self.env), capture_output=True, text=True, timeout=60, check=False,
+            cwd=self.root, env=dict(self.env), capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
         assert done.returncode == 0, f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
 

@@ -44,7 +44,7 @@ def test_a_stage_with_max_runs_2_never_has_3_live_runs(tmp_path: Path, instance_
         )
         with ThreadPoolExecutor(RUNS) as launches:
             list(launches.map(lambda _: daemon.launch(JOB), range(RUNS)))
-        live_counts = _watch(instance, count=RUNS, timeout=120)
+        live_counts = _watch(instance, count=RUNS, timeout=600)
         statuses = [r.status for r in instance.get_runs()]
 
     assert statuses == [dg.DagsterRunStatus.SUCCESS] * RUNS

@@ -12,9 +12,8 @@ from typing import Any
 import dagster as dg
 import polars as pl
 import pytest
-from dagster._core.workspace.load_target import WorkspaceFileTarget
 
-from datacoolie_dagster import build_definitions
+from datacoolie_dagster import build_definitions, dagster_internal
 from datacoolie_dagster.commands.rebuild import (
     REBUILD,
     TRIGGER_TAG,
@@ -260,8 +259,8 @@ def test_queued_rebuild_on_a_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATACOOLIE_", "DAGSTER_"))}
     daemon = Daemon(tmp_path, env | {"DAGSTER_HOME": str(home)})
     with running(daemon), dg.DagsterInstance.from_config(str(home)) as instance:
-        target = WorkspaceFileTarget(paths=[str(workspace)])
-        result = rebuild(key(CHAIN[0]), instance=instance, target=target, timeout=15, poll_interval=0.5)
+        target = dagster_internal.load_target(None, None, str(workspace), str(tmp_path))
+        result = rebuild(key(CHAIN[0]), instance=instance, target=target, timeout=180, poll_interval=0.5)
         assert result.success, result.describe_failure()
         assert [asset for asset, _, _ in materializations(instance)] == list(CHAIN)
         runs = [instance.get_run_by_id(ids[0]) for ids in result.run_ids]

@@ -1,0 +1,343 @@
+"""Every use of Dagster's private modules (``dagster._*``), in one place, checked against one version.
+
+The rest of ``datacoolie_dagster`` uses Dagster's public API only (``grep -r "dagster\\._"
+datacoolie_dagster`` hits this file alone). What is here has no public equivalent in Dagster
+:data:`CHECKED_VERSION`; each use says why. A Dagster release may move or change any of it, so
+``tests/dagster/test_dagster_internal.py`` fails on any other version (:func:`version_mismatch`) and
+names every private symbol that no longer resolves (:func:`missing_private_names`): an upgrade starts
+there, with this module as the list of what to re-check.
+
+The heavy modules (workspace loading, the daemon loops) are imported inside the functions that need
+them, so that loading the code location does not import them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import dagster as dg
+
+# Tags Dagster itself writes and reads. Their values are not exported by `dagster` (only
+# MAX_RUNTIME_SECONDS_TAG is), so they are taken from where Dagster defines them.
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+from dagster._core.storage.tags import (
+    AUTO_RETRY_RUN_ID_TAG,
+    BACKFILL_ID_TAG,
+    CODE_LOCATION_TAG,
+    PARENT_BACKFILL_ID_TAG,
+    ROOT_BACKFILL_ID_TAG,
+    WILL_RETRY_TAG,
+)
+
+if TYPE_CHECKING:
+    from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
+    from dagster._core.definitions.assets.graph.remote_asset_graph import RemoteWorkspaceAssetGraph
+    from dagster._core.execution.backfill import PartitionBackfill
+    from dagster._core.remote_origin import CodeLocationOrigin
+    from dagster._core.remote_representation.external import RemoteSchedule, RemoteSensor
+    from dagster._core.scheduler.instigation import InstigatorTick
+    from dagster._core.workspace.context import WorkspaceProcessContext
+    from dagster._core.workspace.load_target import WorkspaceLoadTarget
+
+CHECKED_VERSION = "1.13.27"
+"""The Dagster release every use below was read against (its installed source)."""
+
+PRIVATE_USES: dict[str, tuple[tuple[str, ...], str]] = {
+    "dagster._core.storage.tags": (
+        (
+            "AUTO_RETRY_RUN_ID_TAG",
+            "BACKFILL_ID_TAG",
+            "CODE_LOCATION_TAG",
+            "PARENT_BACKFILL_ID_TAG",
+            "ROOT_BACKFILL_ID_TAG",
+            "WILL_RETRY_TAG",
+        ),
+        "run tags Dagster writes (code location, backfill) and reads (its backfill daemon "
+        "waits while a failed run of it has will_retry without auto_retry_run_id): the retry sensor and "
+        "the schedule catch-up read and write them; Dagster exports none of these names",
+    ),
+    "dagster._core.definitions.data_version": (
+        ("DATA_VERSION_TAG",),
+        "an AssetObservation's data version travels as this tag; only ObserveResult (inside an "
+        "observable asset, not a sensor) takes a public data_version",
+    ),
+    "dagster._core.remote_origin": (
+        ("RemoteInstigatorOrigin", "RemoteRepositoryOrigin"),
+        "the ids the tick store keys a schedule's ticks by; the catch-up sensor reads the schedule's "
+        "newest tick and the public API has no tick query",
+    ),
+    "dagster._core.workspace.load_target": (
+        ("ModuleTarget", "PythonFileTarget", "WorkspaceFileTarget", "WorkspaceLoadTarget"),
+        "the CLI commands load a code location the way `dagster -m/-f/-w` does; no public loader",
+    ),
+    "dagster._core.workspace.context": (
+        ("WorkspaceProcessContext",),
+        "a workspace (code server + remote asset graph) outside the webserver and daemon",
+    ),
+    "dagster._core.execution.submit_asset_runs": (
+        ("submit_asset_run",),
+        "turns a RunRequest into a QUEUED run of the code location, as a sensor tick does; the public "
+        "alternatives need a running webserver (GraphQL) or run in-process (dg launch)",
+    ),
+    "dagster._core.execution.backfill": (
+        ("BulkActionsFilter", "BulkActionStatus", "PartitionBackfill"),
+        "`backfill` must not queue partitions an unfinished asset backfill (from the UI) still owns",
+    ),
+    "dagster._scheduler.scheduler": (
+        ("launch_scheduled_runs",),
+        "`tick`: one pass of the daemon's schedule loop; Dagster has no public 'tick once'",
+    ),
+    "dagster._daemon.sensor": (
+        ("execute_sensor_iteration",),
+        "`tick`: one pass of the daemon's sensor loop",
+    ),
+    "dagster._core.remote_representation.external": (
+        ("RemoteSchedule", "RemoteSensor"),
+        "`tick` reports what each schedule and sensor of the workspace did",
+    ),
+    "dagster._core.scheduler.instigation": (("InstigatorTick", "TickStatus"), "`tick` reads the ticks it made"),
+    "dagster._utils.error": (("SerializableErrorInfo",), "the errors the daemon loops yield"),
+    "dagster._grpc.utils": (
+        ("get_loadable_targets",),
+        "`rebuild --in-process` imports the code location's Definitions as the code server does "
+        "(lazy @definitions included); dg.load_definitions_from_module builds a new Definitions instead",
+    ),
+    "dagster._core.definitions.reconstruct": (("repository_def_from_target_def",), "as get_loadable_targets"),
+    "dagster._core.definitions.assets.graph.remote_asset_graph": (
+        ("RemoteWorkspaceAssetGraph",),
+        "type of a workspace's asset graph (only annotations)",
+    ),
+    "dagster._core.definitions.assets.graph.base_asset_graph": (
+        ("BaseAssetGraph",),
+        "type of RepositoryDefinition.asset_graph (only annotations)",
+    ),
+}
+"""Module -> (names used, why there is no public way), for the version test and the upgrade audit."""
+
+
+def version_mismatch() -> str | None:
+    """Why the installed Dagster is not the one this module was checked against (``None``: it is)."""
+    if dg.__version__ == CHECKED_VERSION:
+        return None
+    return (
+        f"dagster {dg.__version__} is installed, but datacoolie_dagster's private Dagster uses were checked "
+        f"against {CHECKED_VERSION}: re-read each use in datacoolie_dagster/dagster_internal.py against the "
+        "new release's source, then update CHECKED_VERSION (and the pins in pyproject.toml and constraints.txt)"
+    )
+
+
+def missing_private_names() -> list[str]:
+    """``module.name`` of every entry of :data:`PRIVATE_USES` that does not resolve."""
+    missing = []
+    for module_name, (names, _) in PRIVATE_USES.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            missing += [f"{module_name}.{name}" for name in names]
+            continue
+        missing += [f"{module_name}.{name}" for name in names if not hasattr(module, name)]
+    return missing
+
+
+# --- code locations and workspaces ---------------------------------------------------------------
+
+
+def load_target(
+    module_name: str | None, python_file: str | None, workspace: str | None, directory: str
+) -> WorkspaceLoadTarget:
+    """The ``WorkspaceLoadTarget`` of ``-m``, ``-f`` or ``-w`` (absolute paths), as ``dagster`` builds it."""
+    from dagster._core.workspace.load_target import ModuleTarget, PythonFileTarget, WorkspaceFileTarget
+
+    if module_name:
+        return ModuleTarget(module_name, None, directory, None)
+    if python_file:
+        return PythonFileTarget(python_file, None, directory, None)
+    assert workspace is not None
+    return WorkspaceFileTarget(paths=[workspace])
+
+
+def workspace_context(
+    instance: dg.DagsterInstance, target: WorkspaceLoadTarget, *, code_server_log_level: str = "INFO"
+) -> WorkspaceProcessContext:
+    """The code location(s) of ``target`` served for ``instance`` (a context manager)."""
+    from dagster._core.workspace.context import WorkspaceProcessContext
+
+    return WorkspaceProcessContext(instance, target, code_server_log_level=code_server_log_level)
+
+
+def submit_run_requests(
+    context: WorkspaceProcessContext, requests: Sequence[dg.RunRequest], logger: logging.Logger
+) -> list[dg.DagsterRun]:
+    """Create each request's run in the code location and submit it to the run queue, in order."""
+    from dagster._core.execution.submit_asset_runs import submit_asset_run
+
+    workspace = context.create_request_context()
+    cache: dict[Any, Any] = {}
+    runs = []
+    for index, request in enumerate(requests):
+        submit = submit_asset_run(None, request, index, context.instance, context, workspace, cache, {}, logger)
+        runs.append(asyncio.run(submit))
+    return runs
+
+
+def load_repositories(target: WorkspaceLoadTarget) -> tuple[int, list[dg.RepositoryDefinition]]:
+    """The Python code locations of ``target`` (how many) and their Definitions, imported here."""
+    from dagster._core.definitions.reconstruct import repository_def_from_target_def
+    from dagster._core.remote_origin import ManagedGrpcPythonEnvCodeLocationOrigin
+    from dagster._grpc.utils import get_loadable_targets
+
+    origins = [o for o in target.create_origins() if isinstance(o, ManagedGrpcPythonEnvCodeLocationOrigin)]
+    if len(origins) != 1:
+        return len(origins), []
+    origin = origins[0].loadable_target_origin
+    loadables = get_loadable_targets(
+        python_file=origin.python_file,
+        module_name=origin.module_name,
+        package_name=origin.package_name,
+        autoload_defs_module_name=origin.autoload_defs_module_name,
+        working_directory=origin.working_directory,
+        attribute=origin.attribute,
+        resolve_lazy_defs=True,
+    )
+    return 1, [r for t in loadables if (r := repository_def_from_target_def(t.target_definition)) is not None]
+
+
+# --- backfills -----------------------------------------------------------------------------------
+
+
+def requested_asset_backfills(instance: dg.DagsterInstance) -> list[PartitionBackfill]:
+    """The asset backfills still ``REQUESTED`` (the backfill daemon may launch more runs for them)."""
+    from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
+
+    unfinished = instance.get_backfills(filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED]))
+    return [backfill for backfill in unfinished if backfill.is_asset_backfill]
+
+
+# --- schedules and sensors -----------------------------------------------------------------------
+
+
+def newest_tick_time(
+    instance: dg.DagsterInstance, location: CodeLocationOrigin, repository: str, schedule: str
+) -> datetime | None:
+    """The fire time of the newest tick of ``schedule`` in the instance's tick store (``None``: none).
+
+    ``location``: a sensor context's ``code_location_origin``; ``repository``: its ``repository_name``.
+    """
+    from dagster._core.remote_origin import RemoteInstigatorOrigin, RemoteRepositoryOrigin
+
+    origin = RemoteInstigatorOrigin(RemoteRepositoryOrigin(location, repository), schedule)
+    ticks = instance.get_ticks(origin.get_id(), origin.get_selector().get_id(), limit=1)
+    return datetime.fromtimestamp(ticks[0].timestamp, UTC) if ticks else None
+
+
+def schedules_pass(context: WorkspaceProcessContext, now: datetime, logger: logging.Logger) -> Iterator[object]:
+    """One pass of the schedule daemon's loop (its catch-up and tick-retry settings from the instance)."""
+    from dagster._scheduler.scheduler import launch_scheduled_runs
+
+    settings = context.instance.get_scheduler_settings() or {}
+    yield from launch_scheduled_runs(
+        context,
+        logger,
+        end_datetime_utc=now,
+        iteration_times={},
+        max_catchup_runs=settings.get("max_catchup_runs", 5),
+        max_tick_retries=settings.get("max_tick_retries", 0),
+    )
+
+
+def sensors_pass(context: WorkspaceProcessContext, logger: logging.Logger) -> Iterator[object]:
+    """One pass of the sensor daemon's loop, evaluated synchronously (no thread pools)."""
+    from dagster._daemon.sensor import execute_sensor_iteration
+
+    yield from execute_sensor_iteration(context, logger, threadpool_executor=None, submit_threadpool_executor=None)
+
+
+def error_texts(results: Iterator[object]) -> list[str]:
+    """Drain a daemon loop; the errors it yielded, as text."""
+    from dagster._utils.error import SerializableErrorInfo
+
+    return [error.to_string() for error in results if isinstance(error, SerializableErrorInfo)]
+
+
+def workspace_instigators(context: WorkspaceProcessContext) -> tuple[list[RemoteSchedule | RemoteSensor], list[str]]:
+    """Every schedule and sensor of the workspace, and the code locations that failed to load."""
+    instigators: list[RemoteSchedule | RemoteSensor] = []
+    load_errors: list[str] = []
+    for location in context.create_request_context().get_code_location_entries().values():
+        if location.load_error is not None:
+            load_errors.append(f"code location '{location.origin.location_name}' failed to load: {location.load_error}")
+            continue
+        assert location.code_location is not None
+        for repository in location.code_location.get_repositories().values():
+            instigators += [*repository.get_schedules(), *repository.get_sensors()]
+    return instigators, load_errors
+
+
+def is_schedule(instigator: RemoteSchedule | RemoteSensor) -> bool:
+    from dagster._core.remote_representation.external import RemoteSchedule
+
+    return isinstance(instigator, RemoteSchedule)
+
+
+def instigator_ticks(
+    instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor, limit: int
+) -> list[InstigatorTick]:
+    """The newest ``limit`` ticks of a schedule or sensor, newest first."""
+    return list(instance.get_ticks(instigator.get_remote_origin_id(), instigator.selector_id, limit=limit))
+
+
+def is_running(instance: dg.DagsterInstance, instigator: RemoteSchedule | RemoteSensor) -> bool:
+    """Whether the schedule or sensor is RUNNING (stored state, else its default status)."""
+    stored = instance.get_instigator_state(instigator.get_remote_origin_id(), instigator.selector_id)
+    return instigator.get_current_instigator_state(stored).is_running
+
+
+def tick_status(tick: InstigatorTick) -> str:
+    """``SUCCESS``, ``SKIPPED``, ``FAILURE``, ``STARTED`` (``TickStatus`` values)."""
+    return str(tick.status.value)
+
+
+if TYPE_CHECKING:
+    AssetGraph = BaseAssetGraph[Any]
+    """``RepositoryDefinition.asset_graph`` and a workspace's asset graph share this interface."""
+    WorkspaceAssetGraph = RemoteWorkspaceAssetGraph
+
+__all__ = [
+    "AUTO_RETRY_RUN_ID_TAG",
+    "AssetGraph",
+    "InstigatorTick",
+    "RemoteSchedule",
+    "RemoteSensor",
+    "WorkspaceAssetGraph",
+    "WorkspaceLoadTarget",
+    "WorkspaceProcessContext",
+    "BACKFILL_ID_TAG",
+    "CHECKED_VERSION",
+    "CODE_LOCATION_TAG",
+    "DATA_VERSION_TAG",
+    "PARENT_BACKFILL_ID_TAG",
+    "PRIVATE_USES",
+    "ROOT_BACKFILL_ID_TAG",
+    "WILL_RETRY_TAG",
+    "error_texts",
+    "instigator_ticks",
+    "is_running",
+    "is_schedule",
+    "load_repositories",
+    "load_target",
+    "missing_private_names",
+    "newest_tick_time",
+    "requested_asset_backfills",
+    "schedules_pass",
+    "sensors_pass",
+    "submit_run_requests",
+    "tick_status",
+    "version_mismatch",
+    "workspace_context",
+    "workspace_instigators",
+]
