@@ -86,20 +86,29 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
                 f"there is no Delta table at {uri} yet",
                 "materialize it first (Materialize in the UI, or include it in the run)",
             )
-        version = self.get_delta_version_to_load(path, context)
+        version = self._version(uri, context)
         frame = pl.scan_delta(uri, version=version, storage_options=self.storage_options or None)
         if _current_only(context):
             frame = frame.filter(pl.col(IS_CURRENT))
         windows = read_windows(context)
         if windows is not None:
             frame = frame.filter(self._window_filter(context, frame, windows))
-        context.add_input_metadata(
-            {
-                constants.DELTA_VERSION: version,
-                constants.WINDOW: ", ".join(f"[{s}, {e})" for s, e in windows) if windows is not None else "all rows",
-            }
-        )
+        # logged, not add_input_metadata: that records an observation of our table at every read
+        # (and fails for an input of several partitions)
+        rows = "all rows" if windows is None else "rows in " + (", ".join(f"[{s}, {e})" for s, e in windows) or "no window")
+        context.log.info(f"Reading {_table_name(context)} at Delta version {version} from {uri}: {rows}")
         return frame
+
+    def _version(self, uri: str, context: dg.InputContext) -> int:
+        """The input's ``version`` metadata, else the manager's, else the latest (pinned for the whole read).
+
+        The base's ``get_delta_version_to_load`` opens the table with ``without_files``, deprecated in
+        deltalake 1.6 (a warning on every load).
+        """
+        pinned = (context.definition_metadata or {}).get("version", self.version)
+        if pinned is not None:
+            return int(pinned)
+        return DeltaTable(uri, storage_options=self.storage_options or None).version()
 
     def _window_filter(
         self, context: dg.InputContext, frame: pl.LazyFrame, windows: Sequence[tuple[Any, Any]]
