@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 from datacoolie_dagster import build_definitions
 from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY
 from datacoolie_dagster.location.table_reads import merge_windows
-from tests.dagster.conftest import key, land
+from tests.dagster.conftest import key, land, materialized
 
 pytestmark = pytest.mark.slow
 
@@ -258,6 +258,24 @@ def test_a_partition_reads_its_replay_window_on_the_window_column(
         assert counts[month] == expected.height == 2  # the boundary instants fall in exactly one month
     # an unpartitioned downstream reads the whole table, the row outside every partition included
     same_rows(run(defs, instance, ["all_events"]).output_for_node("all_events"), table, "id")
+
+
+def test_a_downstream_partition_in_the_same_run_reads_the_partition_the_run_wrote(
+    metadata: Path, instance: dg.DagsterInstance
+) -> None:
+    @dg.asset(ins={"events": dg.AssetIn(EVENTS)}, partitions_def=MONTHS)
+    def monthly_events(events: pl.DataFrame) -> pl.DataFrame:
+        return events
+
+    defs = with_user_assets(metadata, monthly_events)
+    land_events(metadata.parent)
+    result = run(defs, instance, [EVENTS, "monthly_events"], partition_key="2024-02")
+    skipped = [e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_SKIPPED]
+    assert skipped == []  # an AssetMaterialization alone is no step output: Dagster skipped the downstream step
+    assert materialized(result) == [("monthly_events", "2024-02"), ("silver/sales/events", "2024-02")]
+    table = delta(metadata.parent, "lake/silver/sales/events")
+    assert table.height == 2  # the run wrote February only
+    same_rows(result.output_for_node("monthly_events"), table, "id")
 
 
 def test_a_range_of_partitions_and_a_coarser_partition_read_their_windows(
