@@ -33,6 +33,8 @@ HISTORY = "datacoolie/history"
 """Input metadata: ``True`` reads every version of an SCD2 table, not only the current rows."""
 FORMAT = "datacoolie/format"
 """Spec metadata: the destination's format (only Delta tables are read by the IO manager)."""
+CONNECTION = "datacoolie/connection"
+"""Spec metadata: the destination's connection name."""
 URI = "dagster/uri"
 
 
@@ -72,7 +74,7 @@ class TableReadError(DataCoolieError):
 def with_reads(assets: Sequence[TableAsset], io_manager_key: str = IO_MANAGER_KEY) -> list[TableAsset]:
     """``assets`` whose specs load through ``io_manager_key`` and carry what the reader needs.
 
-    Adds ``datacoolie/format`` and, for a partitioned table, ``datacoolie/chunk_column`` (the column
+    Adds ``datacoolie/format``, ``datacoolie/connection`` and, for a partitioned table, ``datacoolie/chunk_column`` (the column
     its partitions' windows select on). A spec that already names an IO manager (a translator
     override) keeps it.
     """
@@ -80,7 +82,8 @@ def with_reads(assets: Sequence[TableAsset], io_manager_key: str = IO_MANAGER_KE
 
 
 def _reads_spec(asset: TableAsset, io_manager_key: str) -> dg.AssetSpec:
-    metadata: dict[str, Any] = {FORMAT: asset.table.first.destination.connection.format or "delta"}
+    connection = asset.table.first.destination.connection
+    metadata: dict[str, Any] = {FORMAT: connection.format or "delta", CONNECTION: connection.name}
     column = window_column(asset)
     if column is not None:
         metadata[constants.PARTITION_COLUMN] = column
@@ -97,3 +100,36 @@ def window_column(asset: TableAsset) -> str | None:
     chosen = asset.partitioning.config.chunk_column
     columns = {chosen or next(iter(d.source.watermark_columns), None) for d in asset.table.dataflows}
     return columns.pop() if len(columns) == 1 else None
+
+
+def delta_table_resources(
+    defs: dg.Definitions, *, connection: str | None = None, storage_options: Any = None
+) -> dict[str, dg.ConfigurableResource]:
+    """A dagster-deltalake ``DeltaTableResource`` per DataCoolie Delta table of ``defs``.
+
+    For assets that want the ``deltalake.DeltaTable`` itself (history, version, file statistics)
+    rather than rows: name the table's key as a ``dep`` and take the resource, named after the key
+    (``silver__sales__orders``). Rows are better read through an input (the IO manager gives
+    partition windows and SCD2 current rows; a raw table gives every row).
+
+    Args:
+        defs: what :func:`~datacoolie_dagster.build_definitions` returned.
+        connection: only the tables of this destination connection.
+        storage_options: a dagster-deltalake storage config (``S3Config(...)``); default ``LocalConfig()``.
+
+    Example:
+        >>> datacoolie = build_definitions("metadata.json")  # doctest: +SKIP
+        >>> defs = dg.Definitions.merge(datacoolie, dg.Definitions(
+        ...     assets=[audit], resources=delta_table_resources(datacoolie, connection="silver")))
+    """
+    from dagster_deltalake import DeltaTableResource, LocalConfig
+
+    resources: dict[str, dg.ConfigurableResource] = {}
+    for spec in (s for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition) for s in a.specs):
+        metadata = spec.metadata
+        if metadata.get(FORMAT) != "delta" or not metadata.get(URI) or CONNECTION not in metadata:
+            continue
+        if connection is None or metadata[CONNECTION] == connection:
+            options = storage_options or LocalConfig()
+            resources[spec.key.to_python_identifier()] = DeltaTableResource(url=str(metadata[URI]), storage_options=options)
+    return resources

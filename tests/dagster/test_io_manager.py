@@ -16,11 +16,12 @@ from typing import Any
 import dagster as dg
 import polars as pl
 import pytest
+from dagster_deltalake import DeltaTableResource
 from deltalake import DeltaTable, write_deltalake
 from polars.testing import assert_frame_equal
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY
+from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY, delta_table_resources
 from datacoolie_dagster.location.table_reads import merge_windows
 from tests.dagster.conftest import key, land, materialized
 
@@ -409,6 +410,28 @@ def test_a_table_not_materialized_yet_fails_naming_the_asset_and_the_fix(
     )
     # an Optional input gets None instead (dagster-polars' convention)
     assert run(defs, instance, ["maybe_revenue"]).output_for_node("maybe_revenue") is True
+
+
+# --- dagster-deltalake resources ------------------------------------------------------------------
+
+
+def test_a_dep_with_a_delta_table_resource_sees_the_delta_table(metadata: Path, instance: dg.DagsterInstance) -> None:
+    seen: dict[str, Any] = {}
+
+    @dg.asset(deps=[SILVER_ORDERS])
+    def audit(silver__sales__orders: DeltaTableResource) -> None:
+        table = silver__sales__orders.load()
+        seen["version"], seen["rows"] = table.version(), pl.from_arrow(table.to_pyarrow_table()).height
+
+    datacoolie = build_definitions(metadata, state_base_path=metadata.parent / "state")
+    resources = delta_table_resources(datacoolie, connection="silver")
+    assert sorted(resources) == ["silver__crm__customers", "silver__sales__events", "silver__sales__events_by_id",
+                                 "silver__sales__orders"]  # fmt: skip
+    defs = dg.Definitions.merge(datacoolie, dg.Definitions(assets=[audit], resources=resources))
+    land(metadata.parent, "sales/orders", pl.DataFrame({"order_id": [1, 2], "amount": [1.0, 2.0], "updated_at": [datetime(2024, 1, 1)] * 2}))  # fmt: skip
+    run(defs, instance, [BRONZE_ORDERS, SILVER_ORDERS, "audit"])
+    reference = DeltaTable(str(metadata.parent / "lake/silver/sales/orders"))
+    assert seen == {"version": reference.version(), "rows": 2}
 
 
 # --- pure -----------------------------------------------------------------------------------------
