@@ -231,7 +231,10 @@ def _run_partition(
                 yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata)
             else:
                 yield dg.AssetMaterialization(
-                    asset_key=asset.spec.key, partition=partition_key, metadata=metadata, tags=code_version_tags(asset.spec)
+                    asset_key=asset.spec.key,
+                    partition=partition_key,
+                    metadata=metadata,
+                    tags=code_version_tags(asset.spec),
                 )
 
 

@@ -131,5 +131,7 @@ def delta_table_resources(
             continue
         if connection is None or metadata[CONNECTION] == connection:
             options = storage_options or LocalConfig()
-            resources[spec.key.to_python_identifier()] = DeltaTableResource(url=str(metadata[URI]), storage_options=options)
+            resources[spec.key.to_python_identifier()] = DeltaTableResource(
+                url=str(metadata[URI]), storage_options=options
+            )
     return resources

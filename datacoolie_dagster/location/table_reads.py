@@ -95,7 +95,11 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
             frame = frame.filter(self._window_filter(context, frame, windows))
         # logged, not add_input_metadata: that records an observation of our table at every read
         # (and fails for an input of several partitions)
-        rows = "all rows" if windows is None else "rows in " + (", ".join(f"[{s}, {e})" for s, e in windows) or "no window")
+        rows = (
+            "all rows"
+            if windows is None
+            else "rows in " + (", ".join(f"[{s}, {e})" for s, e in windows) or "no window")
+        )
         context.log.info(f"Reading {_table_name(context)} at Delta version {version} from {uri}: {rows}")
         return frame
 
@@ -149,9 +153,7 @@ def merge_windows(windows: Sequence[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return merged
 
 
-def window_filter(
-    schema: pl.Schema, column: str, windows: Sequence[tuple[Any, Any]], *, label: str
-) -> pl.Expr:
+def window_filter(schema: pl.Schema, column: str, windows: Sequence[tuple[Any, Any]], *, label: str) -> pl.Expr:
     """Rows with ``start <= column < end`` in any window, bounds typed like the column (as a replay reads)."""
     predicates = []
     for start, end in windows:

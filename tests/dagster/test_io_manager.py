@@ -28,7 +28,11 @@ from tests.dagster.conftest import key, land, materialized
 pytestmark = pytest.mark.slow
 
 BRONZE_ORDERS, SILVER_ORDERS = key("bronze/sales/orders"), key("silver/sales/orders")
-EVENTS, EVENTS_BY_ID, CUSTOMERS = key("silver/sales/events"), key("silver/sales/events_by_id"), key("silver/crm/customers")
+EVENTS, EVENTS_BY_ID, CUSTOMERS = (
+    key("silver/sales/events"),
+    key("silver/sales/events_by_id"),
+    key("silver/crm/customers"),
+)
 MONTHS = dg.MonthlyPartitionsDefinition(start_date="2024-01", end_date="2024-05", fmt="%Y-%m")
 """The user's own monthly partitions: the same months as the events table's replay partitions."""
 
@@ -191,7 +195,8 @@ def test_downstream_of_an_append_and_a_merge_reads_the_tables_row_for_row(
     first = run(defs, instance, ["first_load"]).output_for_node("first_load")
     version_0 = pl.from_arrow(DeltaTable(str(root / "lake/bronze/sales/orders"), version=0).to_pyarrow_table())
     same_rows(first, version_0, "order_id")  # type: ignore[arg-type]
-    assert first.columns == ["order_id", "amount"] and first.height == 2
+    assert first.columns == ["order_id", "amount"]
+    assert first.height == 2
 
 
 def test_our_tables_load_through_the_io_manager_and_are_never_stored_by_it(
@@ -237,9 +242,7 @@ def utc(*parts: int) -> datetime:
     return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
 
 
-def test_a_partition_reads_its_replay_window_on_the_window_column(
-    metadata: Path, instance: dg.DagsterInstance
-) -> None:
+def test_a_partition_reads_its_replay_window_on_the_window_column(metadata: Path, instance: dg.DagsterInstance) -> None:
     counts: dict[str, int] = {}
 
     @dg.asset(ins={"events": dg.AssetIn(EVENTS)}, partitions_def=MONTHS)
@@ -298,7 +301,9 @@ def test_a_range_of_partitions_and_a_coarser_partition_read_their_windows(
     def months_range(events: pl.DataFrame) -> None:
         seen["range"] = events
 
-    quarters = dg.TimeWindowPartitionsDefinition(start="2024-01-01", end="2024-07-01", cron_schedule="0 0 1 */3 *", fmt="%Y-%m-%d")
+    quarters = dg.TimeWindowPartitionsDefinition(
+        start="2024-01-01", end="2024-07-01", cron_schedule="0 0 1 */3 *", fmt="%Y-%m-%d"
+    )
 
     @dg.asset(ins={"events": dg.AssetIn(EVENTS)}, partitions_def=quarters)
     def quarterly_events(events: pl.DataFrame) -> pl.DataFrame:
@@ -453,7 +458,10 @@ def test_a_dep_with_a_delta_table_resource_sees_the_delta_table(metadata: Path, 
         ([(0, 100)], [(0, 100)]),
         ([(100, 200), (0, 100)], [(0, 200)]),
         ([(0, 100), (200, 300)], [(0, 100), (200, 300)]),
-        ([(utc(2024, 2, 1), utc(2024, 3, 1)), (utc(2024, 1, 1), utc(2024, 2, 1))], [(utc(2024, 1, 1), utc(2024, 3, 1))]),
+        (
+            [(utc(2024, 2, 1), utc(2024, 3, 1)), (utc(2024, 1, 1), utc(2024, 2, 1))],
+            [(utc(2024, 1, 1), utc(2024, 3, 1))],
+        ),
     ],
     ids=["none", "one", "touching-unsorted", "gap", "months"],
 )
@@ -467,6 +475,6 @@ def test_specs_name_the_io_manager_and_the_window_column(metadata: Path) -> None
     assert specs[EVENTS].metadata["datacoolie/chunk_column"] == "event_ts"
     assert specs[EVENTS_BY_ID].metadata["datacoolie/chunk_column"] == "id"  # no chunk_column: the watermark column
     assert "datacoolie/chunk_column" not in specs[SILVER_ORDERS].metadata
-    assert {s.metadata["dagster/io_manager_key"] for k, s in specs.items() if k in (EVENTS, SILVER_ORDERS, CUSTOMERS)} == {
-        IO_MANAGER_KEY
-    }
+    assert {
+        s.metadata["dagster/io_manager_key"] for k, s in specs.items() if k in (EVENTS, SILVER_ORDERS, CUSTOMERS)
+    } == {IO_MANAGER_KEY}
