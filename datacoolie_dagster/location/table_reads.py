@@ -24,6 +24,7 @@ import polars as pl
 from dagster_polars import PolarsDeltaIOManager
 from dagster_polars.io_managers.type_routers import DictTypeRouter, resolve_type_router
 from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.columns import IS_CURRENT
 from datacoolie_core.sources.base import ReadRange
@@ -80,14 +81,9 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
     def scan_df_from_path(self, path: UPath, context: dg.InputContext) -> pl.LazyFrame:
         """The table as a ``LazyFrame``: current rows of an SCD2 table, the mapped partitions' windows."""
         uri = str(_upstream_metadata(context)[URI])
-        if not DeltaTable.is_deltatable(uri, storage_options=self.storage_options or None):
-            raise TableReadError(
-                _table_name(context),
-                f"there is no Delta table at {uri} yet",
-                "materialize it first (Materialize in the UI, or include it in the run)",
-            )
-        version = self._version(uri, context)
-        frame = pl.scan_delta(uri, version=version, storage_options=self.storage_options or None)
+        table = self._open(uri, context)
+        version = table.version()
+        frame = pl.scan_delta(table)  # polars' native reader, at the version just opened
         if _current_only(context):
             frame = frame.filter(pl.col(IS_CURRENT))
         windows = read_windows(context)
@@ -103,16 +99,23 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
         context.log.info(f"Reading {_table_name(context)} at Delta version {version} from {uri}: {rows}")
         return frame
 
-    def _version(self, uri: str, context: dg.InputContext) -> int:
-        """The input's ``version`` metadata, else the manager's, else the latest (pinned for the whole read).
+    def _open(self, uri: str, context: dg.InputContext) -> DeltaTable:
+        """The table at the input's ``version`` metadata, else the manager's, else the latest.
 
-        The base's ``get_delta_version_to_load`` opens the table with ``without_files``, deprecated in
-        deltalake 1.6 (a warning on every load).
+        Opened once, here: the base's ``get_delta_version_to_load`` opens it again, with
+        ``without_files`` (deprecated in deltalake 1.6, a warning on every load).
         """
         pinned = (context.definition_metadata or {}).get("version", self.version)
-        if pinned is not None:
-            return int(pinned)
-        return DeltaTable(uri, storage_options=self.storage_options or None).version()
+        try:
+            return DeltaTable(
+                uri, version=int(pinned) if pinned is not None else None, storage_options=self.storage_options or None
+            )
+        except TableNotFoundError as e:
+            raise TableReadError(
+                _table_name(context),
+                f"there is no Delta table at {uri} yet",
+                "materialize it first (Materialize in the UI, or include it in the run)",
+            ) from e
 
     def _window_filter(
         self, context: dg.InputContext, frame: pl.LazyFrame, windows: Sequence[tuple[Any, Any]]
