@@ -168,8 +168,12 @@ def window_filter(schema: pl.Schema, column: str, windows: Sequence[tuple[Any, A
 
 def _downstream_partitioned(context: dg.InputContext) -> bool:
     """Whether the asset loading this input runs for a partition or a range of partitions."""
-    # InputContext has no public "partition range" flag; the step's run tags say it
-    return context.has_partition_key or context.step_context.has_partition_key_range
+    if context.has_partition_key:
+        return True
+    try:  # InputContext has no public "partition range" flag; the step's run tags say it
+        return context.step_context.has_partition_key_range
+    except dg.DagsterInvariantViolationError:  # a context built by build_input_context has no step
+        return False
 
 
 def _current_only(context: dg.InputContext) -> bool:

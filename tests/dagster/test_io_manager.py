@@ -217,6 +217,24 @@ def test_our_tables_load_through_the_io_manager_and_are_never_stored_by_it(
     assert result.output_for_node("order_count") == 1
 
 
+def test_a_run_that_wrote_nothing_to_the_table_skips_the_downstream_asset(
+    metadata: Path, instance: dg.DagsterInstance
+) -> None:
+    @dg.asset(ins={"orders": dg.AssetIn(BRONZE_ORDERS)})
+    def order_count(orders: pl.LazyFrame) -> int:
+        return int(orders.select(pl.len()).collect().item())
+
+    defs = with_user_assets(metadata, order_count)
+    land(metadata.parent, "sales/orders", pl.DataFrame({"order_id": [1], "amount": [1.0], "updated_at": [datetime(2024, 1, 1)]}))  # fmt: skip
+    assert run(defs, instance, [BRONZE_ORDERS, "order_count"]).output_for_node("order_count") == 1
+    # no new source rows: DataCoolie writes nothing, and Dagster skips what reads the table
+    result = run(defs, instance, [BRONZE_ORDERS, "order_count"])
+    assert [e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_SKIPPED] == [
+        "order_count"
+    ]
+    assert materialized(result) == []
+
+
 # --- partitions -----------------------------------------------------------------------------------
 
 
