@@ -444,6 +444,29 @@ def test_a_table_not_materialized_yet_fails_naming_the_asset_and_the_fix(
     assert run(defs, instance, ["maybe_revenue"]).output_for_node("maybe_revenue") is True
 
 
+def test_a_dict_of_partitions_annotation_is_refused_with_the_annotation_to_use(
+    metadata: Path, instance: dg.DagsterInstance
+) -> None:
+    @dg.asset(ins={"events": dg.AssetIn(EVENTS)}, partitions_def=MONTHS)
+    def by_partition(events: dict[str, pl.DataFrame]) -> None:
+        pass
+
+    defs = with_user_assets(metadata, by_partition)
+    result = dg.materialize(
+        list(defs.assets or []),  # type: ignore[arg-type]
+        resources=defs.resources,
+        instance=instance,
+        selection=["by_partition"],
+        partition_key="2024-01",
+        raise_on_error=False,
+    )
+    assert re.search(
+        r"DataCoolie table silver/sales/events: an input annotated as a dict of partitions is not supported; "
+        r"annotate pl.LazyFrame or pl.DataFrame",
+        failure_text(result),
+    )
+
+
 # --- dagster-deltalake resources ------------------------------------------------------------------
 
 
