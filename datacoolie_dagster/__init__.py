@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from datacoolie_dagster.location.component import DataCoolieComponent
     from datacoolie_dagster.location.factory import build_definitions
+    from datacoolie_dagster.location.io_manager import DataCoolieIOManager
     from datacoolie_dagster.location.resources import DataCoolieResource
     from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 _EXPORTS = {
     "DataCoolieComponent": "datacoolie_dagster.location.component",
+    "DataCoolieIOManager": "datacoolie_dagster.location.io_manager",
     "DataCoolieResource": "datacoolie_dagster.location.resources",
     "DataCoolieTranslator": "datacoolie_dagster.location.translator",
     "DataCoolieTranslatorData": "datacoolie_dagster.location.translator",
@@ -28,6 +30,7 @@ _EXPORTS = {
 
 __all__ = [
     "DataCoolieComponent",
+    "DataCoolieIOManager",
     "DataCoolieResource",
     "DataCoolieTranslator",
     "DataCoolieTranslatorData",

@@ -67,3 +67,11 @@ RETRY_DECISION = "datacoolie/retry"
 ``lost``, or a step's :data:`FINAL_FAILURE` reason)."""
 DATACOOLIE_BACKFILL = "datacoolie/backfill"
 """On a retry of a run whose backfill had already finished: that backfill's id."""
+
+# downstream reads (location/io_manager.py)
+HISTORY = "datacoolie/history"
+"""Input metadata: ``True`` reads every version of an SCD2 table, not only the current rows."""
+FORMAT = "datacoolie/format"
+"""Spec metadata: the destination's format (only Delta tables are read by the IO manager)."""
+CONNECTION = "datacoolie/connection"
+"""Spec metadata: the destination's connection name."""

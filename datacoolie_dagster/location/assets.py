@@ -198,11 +198,12 @@ def _run_partitions(
     resource: DataCoolieResource,
     selected: Sequence[TableAsset],
     partitioning: TablePartitioning,
-) -> Iterator[dg.AssetMaterialization | dg.AssetCheckResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization | dg.AssetCheckResult]:
     progress = _Progress()
     with resource.driver() as driver:
-        for partition_key in context.partition_keys:
-            yield from _run_partition(driver, selected, partitioning, partition_key, progress)
+        keys = context.partition_keys
+        for partition_key in keys:
+            yield from _run_partition(driver, selected, partitioning, partition_key, progress, single=len(keys) == 1)
         # checks judge each table after the whole range (a check result has no partition), also when
         # no partition wrote a row: an unevaluated selected check is noise in the run's log
         for asset in selected:
@@ -218,8 +219,17 @@ def _run_partition(
     partitioning: TablePartitioning,
     partition_key: str,
     progress: _Progress,
-) -> Iterator[dg.AssetMaterialization]:
-    """Replay one partition's window, level by level; a table that failed skips its later partitions."""
+    *,
+    single: bool = False,
+) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization]:
+    """Replay one partition's window, level by level; a table that failed skips its later partitions.
+
+    The partition of a ``single``-partition run is a ``MaterializeResult``, the step's output: an
+    asset downstream in the same run then loads the table (Dagster skips the steps downstream of an
+    output never yielded, and an ``AssetMaterialization`` is no output). A range yields one
+    ``AssetMaterialization`` per finished partition instead, with its own rows; a ``MaterializeResult``
+    there would materialize every partition of the range at once.
+    """
     start, end = partitioning.window(partition_key)
     config = partitioning.config
     replay = ReplayConfig(start=start, end=end, chunk_column=config.chunk_column, save_watermark=config.save_watermark)
@@ -228,11 +238,16 @@ def _run_partition(
         done = _in_rounds(partial(driver.run_replay, replay=replay), [a.table for a in runnable])
         for asset in runnable:
             runtimes = _runtimes(done, asset.table)
-            if progress.record(asset, runtimes):
+            if not progress.record(asset, runtimes):
+                continue
+            metadata = materialization_metadata(asset.table, runtimes) | {WINDOW: f"[{start}, {end})"}
+            if single:
+                yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata)
+            else:
                 yield dg.AssetMaterialization(
                     asset_key=asset.spec.key,
                     partition=partition_key,
-                    metadata=materialization_metadata(asset.table, runtimes) | {WINDOW: f"[{start}, {end})"},
+                    metadata=metadata,
                     tags=code_version_tags(asset.spec),
                 )
 

@@ -18,6 +18,7 @@ from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
 from datacoolie_dagster.constants import STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
+from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY, DataCoolieIOManager, with_reads
 from datacoolie_dagster.location.jobs import build_jobs
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.snapshot import read_snapshot
@@ -43,6 +44,7 @@ def build_definitions(
     run_retries: int = 3,
     retry_base_delay: float = 60.0,
     max_runs: int | Mapping[str, int] | None = None,
+    io_manager: DataCoolieIOManager | None = None,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -71,6 +73,8 @@ def build_definitions(
         max_runs: at most this many live runs per stage (an int for every stage, or ``{stage: n}``);
             a stage's dataflows may set ``configure.dagster.max_runs`` instead (a mapping wins, an
             int is the default). Runs over the limit wait in the queue (see :mod:`.limits`).
+        io_manager: how downstream assets read the tables (``datacoolie_io_manager``; e.g. with
+            object-store ``storage_options``); default a :class:`DataCoolieIOManager`. See docs/downstream.md.
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -87,7 +91,7 @@ def build_definitions(
     dataflows = snapshot.dataflows
     translator = translator or DataCoolieTranslator()
     assets, sources = build_table_assets(dataflows, translator)
-    assets = follow_upstreams(assets, translator)
+    assets = with_reads(follow_upstreams(assets, translator))  # downstream assets load them as Polars frames
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
     limits = stage_limits(dataflows, max_runs)
     pools = {stage: pool_for(stage) for stage in limits}
@@ -138,5 +142,5 @@ def build_definitions(
         jobs=jobs,
         schedules=[s for s in timed if isinstance(s, dg.ScheduleDefinition)],
         sensors=[*(s for s in timed if isinstance(s, dg.SensorDefinition)), *sensors],
-        resources={RESOURCE_KEY: resource},
+        resources={RESOURCE_KEY: resource, IO_MANAGER_KEY: io_manager or DataCoolieIOManager()},
     )

@@ -65,13 +65,22 @@ class TablePartitioning:
 
     def window(self, partition_key: str) -> tuple[Any, Any]:
         """``[start, end)`` the partition replays, in the source's terms (datetimes in UTC or ints)."""
-        if isinstance(self.partitions_def, dg.TimeWindowPartitionsDefinition):
-            window = self.partitions_def.time_window_for_partition_key(partition_key)
-            return window.start.astimezone(UTC), window.end.astimezone(UTC)
-        match = _STEP_KEY.fullmatch(partition_key)  # "-200--100": negative bounds carry their own "-"
-        if match is None:
-            raise MetadataError(f"partition key '{partition_key}' is not an integer range 'start-end'")
-        return int(match[1]), int(match[2])
+        return partition_window(self.partitions_def, partition_key)
+
+
+def partition_window(partitions_def: dg.PartitionsDefinition, partition_key: str) -> tuple[Any, Any]:
+    """``[start, end)`` of a partition of a table's ``partitions_def``: datetimes in UTC or ints.
+
+    Only the partitions definition is needed, so a reader that knows a table by its asset (the IO
+    manager) finds the same window its replay wrote.
+    """
+    if isinstance(partitions_def, dg.TimeWindowPartitionsDefinition):
+        window = partitions_def.time_window_for_partition_key(partition_key)
+        return window.start.astimezone(UTC), window.end.astimezone(UTC)
+    match = _STEP_KEY.fullmatch(partition_key)  # "-200--100": negative bounds carry their own "-"
+    if match is None:
+        raise MetadataError(f"partition key '{partition_key}' is not an integer range 'start-end'")
+    return int(match[1]), int(match[2])
 
 
 def table_partitioning(dataflows: list[DataFlow]) -> TablePartitioning | None:

@@ -89,6 +89,10 @@ def test_spec_metadata_and_kinds(lake: Path) -> None:
         "datacoolie/watermark_columns": ["updated_at"],
         "datacoolie/destination_key": "path:./lake/silver/sales/orders",
         "datacoolie/stage": "bronze2silver",
+        # what downstream reads need (datacoolie_dagster.location.io_manager)
+        "dagster/io_manager_key": "datacoolie_io_manager",
+        "datacoolie/format": "delta",
+        "datacoolie/connection": "silver",
     }
     assert spec.kinds == {"polars", "delta"}
     assert spec.skippable
