@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 from datacoolie_core.errors import SourceError
+from datacoolie_core.sources.api import ApiReader
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.sources.base import Reader, ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.database import DatabaseReader
@@ -31,12 +32,12 @@ READERS: dict[str, Reader] = {
     "delta": DeltaReader(),
     "sql": DatabaseReader(),
     "function": FunctionReader(),
+    "api": ApiReader(),
 }
 """Connection format -> reader."""
 
 UNSUPPORTED = {
     "iceberg": "read the table through a Delta copy or a function source",
-    "api": "fetch the data in a function source (python_function) instead",
 }
 """Formats DataCoolie reads that this engine does not, with what to do instead."""
 
@@ -56,6 +57,7 @@ def get_reader(fmt: str) -> Reader:
 
 __all__ = [
     "READERS",
+    "ApiReader",
     "UNSUPPORTED",
     "DatabaseReader",
     "DeltaReader",
