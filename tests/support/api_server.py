@@ -52,6 +52,8 @@ class State:
     rate_limited: int = 0
     retry_after: str = "0"
     outage: bool = False
+    failing: str | None = None
+    """A path prefix answered 503 (an outage of one part of the API)."""
     link_keeps_query: bool = False
     foreign_link: bool = False
     tokens_issued: int = 0
@@ -93,7 +95,7 @@ class _Handler(BaseHTTPRequestHandler):
         with state.lock:
             state.requests.append(Seen(self.command, parts.path, query, dict(self.headers.items()), body))
             headers: dict[str, str] = {}
-            if state.outage:
+            if state.outage or (state.failing and parts.path.startswith(state.failing)):
                 status, payload = 503, {"error": "down for maintenance"}
             elif state.rate_limited > 0 and parts.path != "/token":
                 state.rate_limited -= 1

@@ -18,7 +18,6 @@ method and the URL without its query string.
 
 from __future__ import annotations
 
-import email.utils
 import logging
 import threading
 import time
@@ -28,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from datacoolie_core.backoff import retry_after
 from datacoolie_core.errors import SourceConnectionError, SourceError
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.redaction import mask, register_secret
@@ -35,7 +35,6 @@ from datacoolie_core.secrets import register_connection_secrets
 
 _LOG = logging.getLogger("datacoolie.sources.api")
 DEFAULT_TIMEOUT = 30.0
-MAX_BACKOFF = 30.0
 TOKEN_MARGIN = 30.0
 """Seconds before expiry at which a cached OAuth2 token is fetched again."""
 _BODY_EXCERPT = 300
@@ -224,22 +223,6 @@ def _token_of(response: httpx.Response, label: str) -> _Token:
     lifetime = payload.get("expires_in")
     seconds = float(lifetime) if isinstance(lifetime, int | float | str) and str(lifetime).strip() else 3600.0
     return _Token(str(value), time.monotonic() + seconds)
-
-
-def retry_after(header: str | None, attempt: int) -> float:
-    """Seconds to wait before retry ``attempt`` (0-based): ``Retry-After`` (seconds or HTTP date), else 2^n capped."""
-    if header:
-        text = header.strip()
-        try:
-            return max(0.0, min(float(text), MAX_BACKOFF * 10))
-        except ValueError:
-            pass
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-            return max(0.0, min(when.timestamp() - time.time(), MAX_BACKOFF * 10))
-        except (TypeError, ValueError):
-            pass
-    return float(min(2**attempt, MAX_BACKOFF))
 
 
 def _query(params: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -10,9 +10,10 @@ from typing import Any
 import polars as pl
 import pytest
 
+from datacoolie_core.backoff import retry_after
 from datacoolie_core.errors import SourceConnectionError, SourceError
 from datacoolie_core.sources.api.bounds import format_value
-from datacoolie_core.sources.api.client import clear_token_cache, retry_after
+from datacoolie_core.sources.api.client import clear_token_cache
 from datacoolie_core.sources.base import ReadRange
 from tests.core.sources.helpers import REFERENCE_TIME, make_source, read, read_ok
 from tests.support.api_server import API_KEY, BASIC, BEARER, TOKEN_CLIENT, State, orders, serve
