@@ -112,9 +112,9 @@ def test_a_refused_connection_is_an_error(tmp_path: Path) -> None:
     with serve() as (base, _):
         pass
     p = provider(base, tmp_path, max_retries=1)
-    with pytest.raises(MetadataError, match="GET .*/connections failed: ConnectError"):
+    with pytest.raises(MetadataError, match=r"GET .*/connections failed: ConnectError"):
         p.initialize()
-    with pytest.raises(WatermarkError, match="outage is not 'no watermark'.*ConnectError"):
+    with pytest.raises(WatermarkError, match=r"outage is not 'no watermark'.*ConnectError"):
         p.get_watermark("df-1")
 
 
