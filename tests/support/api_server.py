@@ -55,6 +55,8 @@ class State:
     failing: str | None = None
     """A path prefix answered 503 (an outage of one part of the API)."""
     link_keeps_query: bool = False
+    link_rewrites: dict[str, str] = field(default_factory=dict)
+    """Query values the next links carry instead of the request's (a server contradicting a bound)."""
     foreign_link: bool = False
     tokens_issued: int = 0
     token_lifetime: int = 3600
@@ -150,7 +152,7 @@ def _route(state: State, method: str, path: str, query: dict[str, str], body: An
 
 
 def _link(state: State, path: str, page: int, query: dict[str, str]) -> str:
-    kept = {k: v for k, v in query.items() if k != "page"} if state.link_keeps_query else {}
+    kept = {k: v for k, v in query.items() if k != "page"} | state.link_rewrites if state.link_keeps_query else {}
     keep = f"&{urlencode(kept)}" if kept else ""
     origin = "http://example.invalid" if state.foreign_link else ""
     return f"{origin}{path}?page={page}{keep}"

@@ -28,6 +28,7 @@ watermark the upper bound sent instead of the data's maximum.
 
 from __future__ import annotations
 
+import calendar
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
@@ -189,3 +190,48 @@ def request_end_watermark(
         for b in bounds
         if b.spec.watermark_value == "request_end" and b.upper is not None and b.field.lower() in wanted
     }
+
+
+def split_ranges(bounds: list[FieldBounds], source: Source, label: str) -> list[list[FieldBounds]]:
+    """The read split into sub-ranges of ``watermark_range_interval_unit`` times ``amount`` (one request group each).
+
+    The first mapped field with both a lower and an upper binding and both values is split; without one
+    (a first run with no ``watermark_range_start``), the read is not split.
+    """
+    configure = source.configure
+    unit, amount = configure.watermark_range_interval_unit, configure.watermark_range_interval_amount
+    target = next(
+        (b for b in bounds if b.spec.lower and b.spec.upper and b.lower is not None and b.upper is not None), None
+    )
+    if unit is None or target is None:
+        return [bounds]
+    if amount < 1:
+        raise SourceError(f"{label}: watermark_range_interval_amount must be at least 1, got {amount}")
+    start, end = _comparable(_as_temporal(target.lower), _as_temporal(target.upper))
+    groups = []
+    while start < end:
+        following = min(_step(start, unit, amount), end)
+        piece = FieldBounds(target.field, target.spec, start, following)
+        groups.append([piece if b is target else b for b in bounds])
+        start = following
+    return groups or [bounds]
+
+
+def _comparable(lower: date, upper: date) -> tuple[datetime, datetime]:
+    """Both as datetimes, both aware (a naive one taken as UTC) when either is."""
+    low, high = (v if isinstance(v, datetime) else datetime.combine(v, datetime.min.time()) for v in (lower, upper))
+    if (low.tzinfo is None) != (high.tzinfo is None):
+        low, high = (v if v.tzinfo else v.replace(tzinfo=UTC) for v in (low, high))
+    return low, high
+
+
+def _step(moment: datetime, unit: str, amount: int) -> datetime:
+    if unit == "hour":
+        return moment + timedelta(hours=amount)
+    if unit == "day":
+        return moment + timedelta(days=amount)
+    months = amount * (12 if unit == "year" else 1)
+    index = moment.month - 1 + months
+    year, month = moment.year + index // 12, index % 12 + 1
+    last_day = calendar.monthrange(year, month)[1]
+    return moment.replace(year=year, month=month, day=min(moment.day, last_day))

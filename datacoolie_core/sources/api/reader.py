@@ -16,13 +16,20 @@ watermark window, ``filter_expression``, the count and the new watermark, as for
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import polars as pl
 
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
-from datacoolie_core.sources.api.bounds import FieldBounds, apply_bounds, field_bounds, request_end_watermark
+from datacoolie_core.sources.api.bounds import (
+    FieldBounds,
+    apply_bounds,
+    field_bounds,
+    request_end_watermark,
+    split_ranges,
+)
 from datacoolie_core.sources.api.client import ApiClient
 from datacoolie_core.sources.api.pages import Request, fetch_records
 from datacoolie_core.sources.base import ReadRequest, ReadResult
@@ -36,23 +43,37 @@ class ApiReader:
         configure = source.configure
         label = api_label(source)
         bounds = field_bounds(source, request, label)
-        params, body = dict(configure.params), dict(configure.body)
-        in_query = apply_bounds(bounds, params, body, label)
+        groups = split_ranges(bounds, source, label)
         with ApiClient(source.connection, label=label, max_retries=configure.max_retries) as client:
             url = client.url(configure.endpoint)
-            call = Request(configure.method.upper(), url, params, body, in_query)
-            records, pages = fetch_records(client, call, configure)
+            workers = min(len(groups), max(configure.watermark_range_max_workers, 1))
+            with ThreadPoolExecutor(max_workers=workers) as pool:  # one group unless the range is split
+                fetched = list(pool.map(lambda group: _fetch(client, url, source, group, label), groups))
+        records = [record for found, _, _ in fetched for record in found]
         if not records:
             return None
         data = typed_fields(to_frame(records, label), bounds)
-        action = {"method": call.method, "url": url, "pages": pages, "records": len(records),
-                  "bounds": in_query | _body_bounds(bounds, body)}  # fmt: skip
+        action = {"method": configure.method.upper(), "url": url, "pages": sum(pages for _, pages, _ in fetched),
+                  "records": len(records), "bounds": [sent for _, _, sent in fetched]}  # fmt: skip
+        if len(groups) == 1:
+            action["bounds"] = fetched[0][2]
         pushed = request_end_watermark(bounds, source.watermark_columns)
         kept = [c for c in source.watermark_columns if c not in pushed]
         narrowed = source.model_copy(update={"watermark_columns": kept}) if pushed else source
         if request.read_range is not None and request.read_range.column not in data.columns and pushed:
             request = dataclasses.replace(request, read_range=None, watermark=None)
         return finalize(data.lazy(), narrowed, request, source_action=action, pseudo_watermark=pushed)
+
+
+def _fetch(
+    client: ApiClient, url: str, source: Source, bounds: list[FieldBounds], label: str
+) -> tuple[list[Any], int, dict[str, Any]]:
+    """The records of one request group (all its pages), its page count and the bounds it sent."""
+    configure = source.configure
+    params, body = dict(configure.params), dict(configure.body)
+    in_query = apply_bounds(bounds, params, body, label)
+    records, pages = fetch_records(client, Request(configure.method.upper(), url, params, body, in_query), configure)
+    return records, pages, in_query | _body_bounds(bounds, body)
 
 
 def api_label(source: Source) -> str:

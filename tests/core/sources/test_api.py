@@ -319,3 +319,44 @@ def test_format_value(value: Any, fmt: str, sent: Any) -> None:
 def test_format_value_refuses_a_fraction_as_an_integer() -> None:
     with pytest.raises(SourceError, match=r"range_param_mapping\.seq: cannot send 4\.5 as format 'integer'"):
         format_value(4.5, "integer", field="seq", label="s")
+
+
+def test_a_split_range_asks_each_interval_once(server: tuple[str, State]) -> None:
+    base, state = server
+    configure = PUSHED | {"watermark_range_interval_unit": "month", "watermark_range_max_workers": 2}
+    stored = {"updated_at": datetime(2024, 1, 1, 0, tzinfo=UTC)}
+    result = read_ok(api(base, configure=configure, watermark_columns=["updated_at"]), stored)
+
+    sent = sorted((r.query["since"], r.query["until"]) for r in state.requests)
+    assert sent == [
+        ("2024-01-01T00:00:00+00:00", "2024-02-01T00:00:00+00:00"),
+        ("2024-02-01T00:00:00+00:00", "2024-03-01T00:00:00+00:00"),
+        ("2024-03-01T00:00:00+00:00", "2024-03-20T12:00:00+00:00"),
+    ]
+    assert result.data["id"].to_list() == [2, 3, 4, 5]
+    assert len(result.runtime.source_action["bounds"]) == 3
+
+
+def test_a_first_run_splits_from_watermark_range_start(server: tuple[str, State]) -> None:
+    base, state = server
+    configure = PUSHED | {"watermark_range_interval_unit": "month", "watermark_range_interval_amount": 2,
+                          "watermark_range_start": "2024-01-01"}  # fmt: skip
+    assert read_ok(api(base, configure=configure, watermark_columns=["updated_at"])).data.height == 5
+    assert sorted(r.query["until"] for r in state.requests) == [
+        "2024-03-01T00:00:00+00:00",
+        "2024-03-20T12:00:00+00:00",
+    ]
+
+
+def test_a_next_link_contradicting_a_bound_is_refused(server: tuple[str, State]) -> None:
+    base, state = server
+    state.link_keeps_query = True
+    configure = PUSHED | {"endpoint": "link/orders", "pagination_type": "next_link", "data_path": "results",
+                          "next_link_bound_mode": "repeat_query_bounds"}  # fmt: skip
+    source = api(base, configure=configure, watermark_columns=["updated_at"])
+    stored = {"updated_at": datetime(2024, 1, 1, 0, tzinfo=UTC)}
+    read_ok(source, stored)  # the link repeats the bound as sent: fine
+    state.requests.clear()
+    state.link_rewrites = {"since": "2020-01-01"}
+    with pytest.raises(SourceError, match=r"next link carries query bound 'since'=\['2020-01-01'\] but this read sent"):
+        read(source, stored)
