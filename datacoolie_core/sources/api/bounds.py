@@ -57,6 +57,7 @@ class FieldBounds:
 
     @property
     def column(self) -> str:
+        """The response column holding the field (``response_column``, else the field's own name)."""
         return self.spec.response_column or self.field
 
 
@@ -77,6 +78,8 @@ def field_bounds(source: Source, request: ReadRequest, label: str) -> list[Field
                 found.append(FieldBounds(field, spec, chunk.start, chunk.end))
             continue
         lower = lookup(stored, field, request.column_name_mode)
+        if lower is None and spec.response_column:  # the watermark column is the response's name for the field
+            lower = lookup(stored, spec.response_column, request.column_name_mode)
         if lower is None and source.configure.watermark_range_start:
             lower = _parse_iso(source.configure.watermark_range_start, "watermark_range_start", label)
         upper = _now(source, request, label) if spec.upper is not None and spec.format in TEMPORAL_FORMATS else None

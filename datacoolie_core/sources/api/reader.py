@@ -32,7 +32,7 @@ from datacoolie_core.sources.api.bounds import (
 )
 from datacoolie_core.sources.api.client import ApiClient
 from datacoolie_core.sources.api.pages import Request, fetch_records
-from datacoolie_core.sources.base import ReadRequest, ReadResult
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize
 
 
@@ -60,9 +60,21 @@ class ApiReader:
         pushed = request_end_watermark(bounds, source.watermark_columns)
         kept = [c for c in source.watermark_columns if c not in pushed]
         narrowed = source.model_copy(update={"watermark_columns": kept}) if pushed else source
+        request = _range_on_response_column(request, bounds)
         if request.read_range is not None and request.read_range.column not in data.columns and pushed:
             request = dataclasses.replace(request, read_range=None, watermark=None)
         return finalize(data.lazy(), narrowed, request, source_action=action, pseudo_watermark=pushed)
+
+
+def _range_on_response_column(request: ReadRequest, bounds: list[FieldBounds]) -> ReadRequest:
+    """A replay chunk of a mapped field is filtered, in memory, on the response column that holds it."""
+    chunk = request.read_range
+    if chunk is None:
+        return request
+    match = next((b for b in bounds if b.field.lower() == chunk.column.lower()), None)
+    if match is None or match.column == chunk.column:
+        return request
+    return dataclasses.replace(request, read_range=ReadRange(match.column, chunk.start, chunk.end))
 
 
 def _fetch(

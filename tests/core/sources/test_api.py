@@ -360,3 +360,16 @@ def test_a_next_link_contradicting_a_bound_is_refused(server: tuple[str, State])
     state.link_rewrites = {"since": "2020-01-01"}
     with pytest.raises(SourceError, match=r"next link carries query bound 'since'=\['2020-01-01'\] but this read sent"):
         read(source, stored)
+
+
+def test_response_column_names_the_field_in_the_records(server: tuple[str, State]) -> None:
+    base, state = server
+    mapping = {"modified": {"lower": "since", "upper": "until", "response_column": "updated_at"}}
+    source = api(base, configure={"endpoint": "plain/orders", "range_param_mapping": mapping},
+                 watermark_columns=["updated_at"])  # fmt: skip
+    result = read_ok(source, {"updated_at": datetime(2024, 1, 1, 3, tzinfo=UTC)})
+    assert state.requests[0].query["since"] == "2024-01-01T03:00:00+00:00"
+    assert result.data["id"].to_list() == [5]
+
+    chunk = ReadRange("modified", datetime(2024, 1, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, 3, tzinfo=UTC))
+    assert read_ok(source, read_range=chunk).data["id"].to_list() == [2, 3]
