@@ -139,7 +139,7 @@ def _route(state: State, method: str, path: str, query: dict[str, str], body: An
     if kind == "offset":
         start, size = int(query.get("offset", 0)), int(query.get("limit", 100))
         state.page_size_seen.append(size)
-        return 200, {"data": {"items": rows[start : start + size]}}
+        return 200, {"data": {"items": rows[start : start + size]}, "meta": {"total": len(rows)}}
     if kind == "cursor":
         start = int(query.get("cursor", 0))
         following = start + 2 if start + 2 < len(rows) else None

@@ -2,7 +2,8 @@
 
 * none (``pagination_type`` unset): one request.
 * ``offset``: ``offset_param`` = 0, page_size, 2·page_size …, ``limit_param`` = ``page_size``; stops at
-  the first page shorter than ``page_size``.
+  the first page shorter than ``page_size``. With ``total_path`` (the total record count in the first
+  response) the remaining pages are known and fetched concurrently (``offset_max_workers``, 4).
 * ``cursor``: the value at ``cursor_path`` of each response goes into ``cursor_param`` of the next
   request; stops when it is missing or empty.
 * ``next_link``: the URL at ``next_link_path`` is requested next (relative URLs resolve against the
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
@@ -73,12 +75,31 @@ def _limited(configure: SourceConfigure, label: str) -> Iterator[int]:
 
 def _offset(client: ApiClient, request: Request, configure: SourceConfigure) -> Iterator[Any]:
     size = configure.page_size
+
+    def page_at(offset: int) -> Any:
+        params = request.params | {configure.offset_param: offset, configure.limit_param: size}
+        return client.send(request.method, request.url, params=params, body=request.body)
+
     for page in _limited(configure, client.label):
-        params = request.params | {configure.offset_param: page * size, configure.limit_param: size}
-        payload = client.send(request.method, request.url, params=params, body=request.body)
+        payload = page_at(page * size)
         yield payload
+        total = _number(value_at(payload, configure.total_path)) if configure.total_path and page == 0 else None
+        if total is not None:  # the first page told the total: fetch the rest concurrently, in order
+            offsets = list(range(size, total, size))[: max(configure.max_pages - 1, 0)]
+            with ThreadPoolExecutor(max_workers=max(configure.offset_max_workers, 1)) as pool:
+                yield from pool.map(page_at, offsets)
+            return
         if len(records_at(payload, configure.data_path)) < size:
             return
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return int(value) if isinstance(value, int | float | str) else None
+    except ValueError:
+        return None
 
 
 def _cursor(client: ApiClient, request: Request, configure: SourceConfigure) -> Iterator[Any]:

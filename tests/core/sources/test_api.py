@@ -373,3 +373,12 @@ def test_response_column_names_the_field_in_the_records(server: tuple[str, State
 
     chunk = ReadRange("modified", datetime(2024, 1, 1, 1, tzinfo=UTC), datetime(2024, 1, 1, 3, tzinfo=UTC))
     assert read_ok(source, read_range=chunk).data["id"].to_list() == [2, 3]
+
+
+def test_total_path_fetches_the_remaining_offset_pages_concurrently(server: tuple[str, State]) -> None:
+    base, state = server
+    source = api(base, configure={"endpoint": "offset/orders", "pagination_type": "offset", "page_size": 2,
+                                  "data_path": "data.items", "total_path": "meta.total", "offset_max_workers": 2})  # fmt: skip
+
+    assert read_ok(source).data["id"].to_list() == [1, 2, 3, 4, 5]  # in order, whatever order pages arrive in
+    assert sorted(r.query["offset"] for r in state.requests) == ["0", "2", "4"]
