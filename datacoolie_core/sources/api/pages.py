@@ -23,12 +23,14 @@ import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import SourceConfigure
-from datacoolie_core.sources.api.client import ApiClient
+
+if TYPE_CHECKING:  # httpx is imported when an API is read, not with the reader registry
+    from datacoolie_core.sources.api.client import ApiClient
 
 _LOG = logging.getLogger("datacoolie.sources.api")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -30,10 +30,12 @@ from datacoolie_core.sources.api.bounds import (
     request_end_watermark,
     split_ranges,
 )
-from datacoolie_core.sources.api.client import ApiClient
 from datacoolie_core.sources.api.pages import Request, fetch_records
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize
+
+if TYPE_CHECKING:
+    from datacoolie_core.sources.api.client import ApiClient
 
 
 class ApiReader:
@@ -44,6 +46,8 @@ class ApiReader:
         label = api_label(source)
         bounds = field_bounds(source, request, label)
         groups = split_ranges(bounds, source, label)
+        from datacoolie_core.sources.api.client import ApiClient  # httpx only when an API is read
+
         with ApiClient(source.connection, label=label, max_retries=configure.max_retries) as client:
             url = client.url(configure.endpoint)
             workers = min(len(groups), max(configure.watermark_range_max_workers, 1))

@@ -382,3 +382,13 @@ def test_total_path_fetches_the_remaining_offset_pages_concurrently(server: tupl
 
     assert read_ok(source).data["id"].to_list() == [1, 2, 3, 4, 5]  # in order, whatever order pages arrive in
     assert sorted(r.query["offset"] for r in state.requests) == ["0", "2", "4"]
+
+
+def test_the_reader_registry_does_not_import_httpx() -> None:
+    """httpx (~0.1-0.2 s to import) is loaded when an API is read, not by every command."""
+    import subprocess
+    import sys
+
+    code = "import sys, datacoolie_core.sources, datacoolie_core.orchestration.wiring; print('httpx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
