@@ -220,6 +220,16 @@ def test_a_rejected_oauth2_client_names_the_fix_not_the_secret(server: tuple[str
     assert "wrong-secret-value-9" not in str(failed.value)
 
 
+@pytest.mark.parametrize("kind", ["bearer", "api_key"])
+def test_credentials_echoed_in_an_error_body_are_masked(kind: str, server: tuple[str, State]) -> None:
+    base, state = server
+    state.auth = kind
+    with pytest.raises(SourceError, match=r"returned HTTP 400: .*bad request with") as failed:
+        read(api(base, AUTHS[kind], configure={"endpoint": "echo/orders"}))
+    assert "***" in str(failed.value)
+    assert not any(secret in str(failed.value) for secret in SECRETS)
+
+
 def test_aws_sigv4_is_refused_clearly(server: tuple[str, State]) -> None:
     base, _ = server
     with pytest.raises(SourceError, match="auth_type 'aws_sigv4' is not supported"):
