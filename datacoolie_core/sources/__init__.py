@@ -12,8 +12,8 @@ Example::
 from __future__ import annotations
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.sources.api import ApiReader
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.sources.api import ApiReader
 from datacoolie_core.sources.base import Reader, ReadRange, ReadRequest, ReadResult
 from datacoolie_core.sources.database import DatabaseReader
 from datacoolie_core.sources.delta import DeltaReader
