@@ -61,9 +61,10 @@ def test_metadata_is_read_page_by_page_and_validated(server: tuple[str, State], 
         flows = p.get_dataflows(stage="api2bronze")
         assert [f.name for f in flows] == ["orders"]
         assert p.get_connection_by_name("shop") is not None
-    pages = [(r.path, r.query["page"]) for r in state.requests]
+    pages = sorted((r.path, r.query["page"]) for r in state.requests)
     assert pages == [(f"{WS}/connections", "1"), (f"{WS}/connections", "2"), (f"{WS}/dataflows", "1"),
                      (f"{WS}/dataflows", "2"), (f"{WS}/schema-hints", "1")]  # fmt: skip
+    assert [f.name for f in p.get_dataflows()] == ["orders", "other"]  # in the API's order
     assert set(state.page_size_seen) == {1}
     assert all(r.headers["X-API-Key"] == API_KEY for r in state.requests)
 
