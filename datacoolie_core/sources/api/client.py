@@ -9,6 +9,7 @@ Auth (``connection.configure.auth_type``):
   ``scope``, ``token_request_extras``; ``token_auth_method`` ``client_secret_basic`` sends the client
   in a basic header, anything else in the body; ``token_request_body_format`` form or json). The token
   is cached per ``(token_url, client_id)`` until 30 s before it expires, across reads of the process.
+  A 401 answered to a cached token fetches a new one and retries that request once.
 * ``aws_sigv4`` is not supported (an error says so).
 
 Every secret (inline or resolved, and every OAuth2 access token) is registered with
@@ -50,6 +51,12 @@ class _Token:
 
 _tokens: dict[tuple[str, str], _Token] = {}
 _tokens_lock = threading.Lock()
+
+
+def _forget_token(connection: Connection) -> None:
+    configure = connection.configure
+    with _tokens_lock:
+        _tokens.pop((configure.token_url or "", configure.client_id or ""), None)
 
 
 def clear_token_cache() -> None:
@@ -100,7 +107,23 @@ class ApiClient:
         return f"{self.base_url}/{endpoint.lstrip('/')}" if endpoint else self.base_url
 
     def send(self, method: str, url: str, *, params: dict[str, Any] | None = None, body: Any = None) -> Any:
-        """The JSON of one response; 429 retried, other HTTP errors raised as SourceError."""
+        """The JSON of one response; 429 retried, other HTTP errors raised as SourceError.
+
+        A 401 with a cached OAuth2 token (revoked or rotated early) fetches a new token and tries once more.
+        """
+        response = self._rate_limited(method, url, params, body)
+        if response.status_code == 401 and self._auth_kind == "oauth2_client_credentials":
+            _forget_token(self.connection)
+            response = self._rate_limited(method, url, params, body)
+        if response.status_code >= 400:
+            raise self._http_error(method, response)
+        try:
+            return response.json()
+        except ValueError as e:
+            raise SourceError(f"{self.label}: {method} {_where(response)} did not return JSON: {e}") from e
+
+    def _rate_limited(self, method: str, url: str, params: dict[str, Any] | None, body: Any) -> httpx.Response:
+        """The response, after up to ``max_retries`` waits on 429."""
         for attempt in range(self.max_retries + 1):
             response = self._request(method, url, params, body)
             if response.status_code != 429 or attempt == self.max_retries:
@@ -108,12 +131,7 @@ class ApiClient:
             wait = retry_after(response.headers.get("Retry-After"), attempt)
             _LOG.info("%s: HTTP 429 from %s; retrying in %.1f s", self.label, _where(response), wait)
             self._sleep(wait)
-        if response.status_code >= 400:
-            raise self._http_error(method, response)
-        try:
-            return response.json()
-        except ValueError as e:
-            raise SourceError(f"{self.label}: {method} {_where(response)} did not return JSON: {e}") from e
+        return response
 
     def _request(self, method: str, url: str, params: dict[str, Any] | None, body: Any) -> httpx.Response:
         try:

@@ -211,6 +211,18 @@ def test_oauth2_token_is_cached_until_shortly_before_expiry(server: tuple[str, S
     assert state.tokens_issued == 7  # one per request of the two reads (3 pages each)
 
 
+def test_a_revoked_oauth2_token_is_replaced_once(server: tuple[str, State]) -> None:
+    base, state = server
+    state.auth = "oauth2"
+    source = api(base, AUTHS["oauth2"] | {"token_url": f"{base}/token"}, configure={"endpoint": "plain/orders"})
+    read_ok(source)
+    state.tokens_issued += 1  # the server revoked token 1 before it expired
+
+    assert read_ok(source).data.height == 5
+    assert state.tokens_issued == 3
+    assert [r.path for r in state.requests][-3:] == ["/plain/orders", "/token", "/plain/orders"]
+
+
 def test_a_rejected_oauth2_client_names_the_fix_not_the_secret(server: tuple[str, State]) -> None:
     base, state = server
     state.auth = "oauth2"
