@@ -78,7 +78,11 @@ _REPLAY_HELP = (
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
+    parser.add_argument(
+        "--metadata",
+        required=True,
+        help="metadata file, a folder holding metadata.json, or a metadata API workspace URL (needs --state-path)",
+    )
     parser.add_argument("--max-workers", type=int, default=8, help="global cap on concurrent dataflows (default 8)")
     parser.add_argument("--retry-count", type=int, default=0, help="retries after the first attempt")
     parser.add_argument("--retry-delay", type=float, default=5.0, help="base retry delay in seconds (doubles, max 60)")

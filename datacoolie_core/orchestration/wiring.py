@@ -126,7 +126,26 @@ def _provider(
     )  # fmt: skip
     if root is None:
         return None, False
+    if is_metadata_url(root):
+        return _api_provider(str(root), state_base_path), True
     return FileProvider(metadata_file_in(root), state_base_path=state_base_path, sql_base_path=sql_base_path), True
+
+
+def is_metadata_url(value: object) -> bool:
+    """Whether a metadata location names an API (``http://`` / ``https://``) rather than a file."""
+    return isinstance(value, str) and value.startswith(("http://", "https://"))
+
+
+def _api_provider(url: str, state_base_path: Any) -> Any:
+    """The provider of a metadata API URL; its locks and commit journal need a local state root."""
+    if state_base_path is None:
+        raise DataCoolieError(
+            f"metadata from an API ({url}) needs a state path (--state-path / state_base_path): locks and the "
+            "commit journal are kept there"
+        )
+    from datacoolie_core.metadata.api_provider import APIProvider  # httpx only when an API is used
+
+    return APIProvider(url, state_base_path=state_base_path)
 
 
 def _check_same_root(provider: Any, metadata_base_path: Any) -> None:

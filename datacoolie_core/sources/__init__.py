@@ -22,6 +22,7 @@ from datacoolie_core.lazy import LazyRegistry, lazy_exports
 from datacoolie_core.models.coerce import did_you_mean
 
 if TYPE_CHECKING:
+    from datacoolie_core.sources.api import ApiReader
     from datacoolie_core.sources.base import Reader, ReadRange, ReadRequest, ReadResult
     from datacoolie_core.sources.database import DatabaseReader
     from datacoolie_core.sources.delta import DeltaReader
@@ -41,13 +42,13 @@ READERS: Mapping[str, Reader] = LazyRegistry(
         "delta": "datacoolie_core.sources.delta:DeltaReader",
         "sql": "datacoolie_core.sources.database:DatabaseReader",
         "function": "datacoolie_core.sources.function:FunctionReader",
+        "api": "datacoolie_core.sources.api:ApiReader",
     }
 )
 """Connection format -> reader (the file formats share one ``FileReader``)."""
 
 UNSUPPORTED = {
     "iceberg": "read the table through a Delta copy or a function source",
-    "api": "fetch the data in a function source (python_function) instead",
 }
 """Formats DataCoolie reads that this engine does not, with what to do instead."""
 
@@ -68,6 +69,7 @@ def get_reader(fmt: str) -> Reader:
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "ApiReader": "datacoolie_core.sources.api",
         "Reader": "datacoolie_core.sources.base",
         "ReadRange": "datacoolie_core.sources.base",
         "ReadRequest": "datacoolie_core.sources.base",
@@ -81,6 +83,7 @@ __getattr__, __dir__ = lazy_exports(
 
 __all__ = [
     "READERS",
+    "ApiReader",
     "UNSUPPORTED",
     "DatabaseReader",
     "DeltaReader",

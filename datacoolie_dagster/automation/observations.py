@@ -9,6 +9,9 @@ reading the data:
   files the reader would list (same extension, hidden-file and hive-recursion rules, every date folder).
 * Databases (``format: sql``, SQLite/PostgreSQL): ``SELECT COUNT(*), MAX(<watermark column>)…``
   over the table or query, built as a sqlglot tree (identifiers quoted, nothing concatenated).
+* REST APIs (``format: api``): the record count and the maximum of each watermark column of the
+  endpoint as a first run reads it (every page up to ``max_pages``, no stored watermark): an API has
+  no cheaper "has anything changed" call in general, so this costs one full read per evaluation.
 
 Function sources (and Delta queries whose tables cannot be parsed) have no fingerprint: they are
 not sensed. A source that cannot be read raises :class:`SourceError` naming it.
@@ -30,6 +33,8 @@ from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
+from datacoolie_core.sources.api import ApiReader
+from datacoolie_core.sources.base import ReadRequest
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
 from datacoolie_core.sources.finalize import source_label
@@ -48,7 +53,7 @@ def is_sensable(dataflow: DataFlow, refs: Sequence[SourceRef]) -> bool:
         return False
     if fmt == "delta":
         return all(ref.path for ref in refs)
-    return fmt in EXTENSIONS or fmt == "sql"
+    return fmt in EXTENSIONS or fmt in ("sql", "api")
 
 
 def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerprint:
@@ -65,6 +70,8 @@ def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerp
         return files_fingerprint(source_files(dataflow, label))
     if fmt == "sql":
         return _database_fingerprint(dataflow, label)
+    if fmt == "api":
+        return _api_fingerprint(dataflow)
     raise SourceError(f"{label}: format '{fmt}' has no cheap fingerprint; it cannot be sensed")
 
 
@@ -129,6 +136,17 @@ def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
     connection, dialect, base = source_query(dataflow, label)
     (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns), label, "probe the source for new rows")
     return {"rows": int(row[0]), "max": {c: jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
+
+
+def _api_fingerprint(dataflow: DataFlow) -> Fingerprint:
+    source = dataflow.source.model_copy()
+    # the probe calls the API as a run does: with the secrets of `secrets_ref`, not their names
+    source.bind(resolve_connection_secrets(dataflow.source.connection, EnvSecretProvider()))
+    result = ApiReader().read(source, ReadRequest())
+    if result is None:
+        return {"rows": 0, "max": {}}
+    after = result.runtime.watermark_after or {}
+    return {"rows": result.data.height, "max": {c: jsonable(v) for c, v in sorted(after.items())}}
 
 
 def source_query(dataflow: DataFlow, label: str) -> tuple[Connection, str, exp.Query]:

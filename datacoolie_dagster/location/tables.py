@@ -107,6 +107,8 @@ def source_refs(dataflow: DataFlow) -> list[SourceRef]:
         ]
     if source.python_function:
         return [SourceRef(conn.name, None, None, None, fmt, detail=source.python_function)]
+    if conn.connection_type == "api":  # one source per endpoint (several dataflows share a connection)
+        return [SourceRef(conn.name, None, None, None, fmt, detail=source.configure.endpoint or "/")]
     return [SourceRef(conn.name, source.schema_name, source.table, source.path, fmt)]
 
 

@@ -7,6 +7,7 @@ from datacoolie_core.models.connection import FORMATS
 from datacoolie_core.sources import (
     READERS,
     UNSUPPORTED,
+    ApiReader,
     DatabaseReader,
     DeltaReader,
     FileReader,
@@ -18,7 +19,7 @@ from datacoolie_core.sources import (
 @pytest.mark.parametrize(
     ("fmt", "reader"),
     [("parquet", FileReader), ("csv", FileReader), ("json", FileReader), ("jsonl", FileReader), ("avro", FileReader),
-     ("excel", FileReader), ("delta", DeltaReader), ("sql", DatabaseReader), ("function", FunctionReader)],
+     ("excel", FileReader), ("delta", DeltaReader), ("sql", DatabaseReader), ("function", FunctionReader), ("api", ApiReader)],
     ids=lambda v: v if isinstance(v, str) else "",
 )  # fmt: skip
 def test_reader_per_format(fmt: str, reader: type) -> None:
@@ -29,7 +30,7 @@ def test_every_connection_format_is_read_or_explained() -> None:
     assert set(FORMATS) == set(READERS) | set(UNSUPPORTED)
 
 
-@pytest.mark.parametrize("fmt", ["iceberg", "api"])
+@pytest.mark.parametrize("fmt", ["iceberg"])
 def test_unsupported_formats_say_so(fmt: str) -> None:
     with pytest.raises(SourceError, match=f"format '{fmt}' is not supported by this engine"):
         get_reader(fmt)
