@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -77,6 +77,40 @@ class Reader(Protocol):
     """
 
     def read(self, source: Source, request: ReadRequest) -> ReadResult | None: ...
+
+
+@dataclass(frozen=True)
+class SourceScan:
+    """A read planned, not run: the qualifying rows as a lazy frame (window and filter applied).
+
+    The rows are a repeatable read: a Delta source is pinned to the version it was opened at, and
+    listed files are checked unchanged (``check_unchanged``) before a streamed write commits. So an
+    aggregate over :attr:`rows` (count, new watermark) describes exactly the rows a stream of them
+    writes.
+    """
+
+    rows: pl.LazyFrame
+    source: Source
+    request: ReadRequest
+    label: str
+    source_action: dict[str, Any]
+    pseudo_watermark: Mapping[str, Any] | None = None
+    """Watermark values the reader computed itself (``__file_modification_time``)."""
+    check_unchanged: Callable[[], None] | None = None
+    """Raises :class:`~datacoolie_core.errors.SourceError` when the source changed since it was planned."""
+
+
+@runtime_checkable
+class ScanningReader(Protocol):
+    """A reader that can also plan its read lazily (:class:`SourceScan`), for a streamed write.
+
+    Contract: ``read(source, request)`` equals collecting ``scan(source, request)``
+    (:func:`~datacoolie_core.sources.finalize.collect_scan`); ``None`` when no file qualifies.
+    """
+
+    def read(self, source: Source, request: ReadRequest) -> ReadResult | None: ...
+
+    def scan(self, source: Source, request: ReadRequest) -> SourceScan | None: ...
 
 
 WatermarkValues = Mapping[str, Any]

@@ -28,8 +28,8 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.coerce import build_path, did_you_mean
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
-from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize, source_label
+from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
+from datacoolie_core.sources.finalize import collect_scan, plan_read, source_label
 from datacoolie_core.sql.lineage import query_tables
 from datacoolie_core.sql.references import query_reference_problems
 
@@ -38,6 +38,10 @@ class DeltaReader:
     """Reads a Delta table, or a SQL query over the connection's Delta tables."""
 
     def read(self, source: Source, request: ReadRequest) -> ReadResult | None:
+        return collect_scan(self.scan(source, request))
+
+    def scan(self, source: Source, request: ReadRequest) -> SourceScan:
+        """The read planned lazily on the tables' current versions (pinned: a second pass reads the same rows)."""
         label = source_label(source)
         if source.query:
             lf, action = _read_query(source, source.query, label)
@@ -47,7 +51,7 @@ class DeltaReader:
             ensure_confined(source.connection.base_path, source.path, what="source table")
             table = open_table(source.path, label)
             lf, action = scan_table(table, source.path, label), {"path": source.path, "version": table.version()}
-        return finalize(lf, source, request, source_action=action)
+        return plan_read(lf, source, request, source_action=action)
 
 
 def open_table(path: str, label: str) -> DeltaTable:
