@@ -35,7 +35,7 @@ from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, SourceRuntimeInfo, utc_now
 from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.sources import get_reader
-from datacoolie_core.sources.base import ReadRange, ReadRequest, ScanningReader
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ScanningReader, SourceScan
 from datacoolie_core.sources.finalize import RowCounter, read_runtime, summarize_scan
 from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
@@ -162,7 +162,7 @@ def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntim
         ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
         rows = scan.rows if counter is None else counter.observe(scan.rows)
         frame, info.transform.transformers_applied = run_pipeline(rows, ctx, transformers=run.transformers)
-    stream = BatchStream(frame, before_end=scan.check_unchanged, on_error=lambda e: _stream_error(dataflow, e))
+    stream = BatchStream(frame, before_end=scan.check_unchanged, on_error=lambda e: _stream_error(dataflow, scan, e))
     with _phase(info, "write"):
         empty = stream.is_empty()  # runs the plan up to its first rows: nothing announced before
         if counter is not None and empty and not counter.rows:
@@ -194,10 +194,18 @@ def _write_stream(
         raise
 
 
-def _stream_error(dataflow: DataFlow, error: Exception) -> Exception:
-    """An error while the rows streamed, as the collecting path would have raised it."""
+def _stream_error(dataflow: DataFlow, scan: SourceScan, error: Exception) -> Exception:
+    """An error while the rows streamed, as the collecting path would have raised it.
+
+    A source file rewritten under the read fails it (its cached footer no longer fits): said so.
+    """
     if isinstance(error, DataCoolieError):
         return error
+    if scan.check_unchanged is not None:
+        try:
+            scan.check_unchanged()
+        except SourceError as changed:
+            return changed
     if isinstance(error, OSError):
         return SourceError(
             f"dataflow '{dataflow.name}': reading failed: {error}; check the data and source.read_options"
