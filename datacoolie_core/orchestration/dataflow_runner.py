@@ -9,6 +9,13 @@ cross-checks the watermark and the commit journal against the destination's log 
 write is then announced in the journal (sequence + watermark), the writer puts the sequence and the
 watermark into the same atomic commit as the data, the watermark is saved and the journal record
 settled. A crash anywhere in between is settled by the next run's check.
+
+An append or overwrite of a Delta table from a file or Delta source runs as ONE streaming pass
+(:func:`streams`): the read is planned lazily, the transforms added to the plan, and delta-rs pulls
+the batches into the commit, so the rows are never held whole. The commit records the new
+watermark, so it is known before the write: one aggregate query over the same pinned rows
+(:func:`~datacoolie_core.sources.finalize.summarize_scan`, reading only the watermark columns)
+gives it with the count. Merges and scd2 need the batch whole and collect it.
 """
 
 from __future__ import annotations

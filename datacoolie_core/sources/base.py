@@ -71,7 +71,8 @@ class Reader(Protocol):
     Contract: apply the watermark window (or the read range) compared in each column's own dtype,
     then ``source.filter_expression``; count the rows and take the new watermark (max per
     watermark column, plus pseudo columns) in the same pass that produces the data, never a second
-    read of the source. Return ``None`` when nothing qualifies (no files, zero rows): the dataflow is
+    read of the source. (A :class:`ScanningReader`'s streamed write takes them in an aggregate over
+    a *repeatable* read instead: see :class:`SourceScan`.) Return ``None`` when nothing qualifies (no files, zero rows): the dataflow is
     then skipped and nothing is written. Raise :class:`~datacoolie_core.errors.SourceError` for a
     source that cannot be read.
     """
