@@ -9,6 +9,7 @@ that a bare ``sink_delta`` does not give:
   empty frame did.
 * ``before_end`` runs when the last batch has been produced, *before* delta-rs commits: a check
   that raises there (a source file changed under the read) fails the write with nothing committed.
+* ``on_batch`` sees every batch handed to the writer (the windows a write touches are tallied so).
 
 An error while producing rows is kept in :attr:`BatchStream.error` (translated by ``on_error``):
 delta-rs reports it as its own error, and the caller re-raises the kept one.
@@ -31,6 +32,7 @@ class BatchStream:
         *,
         before_end: Callable[[], None] | None = None,
         on_error: Callable[[Exception], Exception] = lambda e: e,
+        on_batch: Callable[[pl.DataFrame], None] | None = None,
     ) -> None:
         self.schema = frame.collect_schema()
         self._frame = frame
@@ -39,6 +41,7 @@ class BatchStream:
         self._ended = False
         self._before_end = before_end
         self._on_error = on_error
+        self._on_batch = on_batch
         self.rows = 0
         """Rows handed to the writer so far."""
         self.error: Exception | None = None
@@ -84,8 +87,14 @@ class BatchStream:
         """The kept first batch, then the rest of the stream."""
         if self._first is not None:
             first, self._first = self._first, None
-            yield first
-        yield from self._source
+            yield self._seen(first)
+        for batch in self._source:
+            yield self._seen(batch)
+
+    def _seen(self, batch: pl.DataFrame) -> pl.DataFrame:
+        if self._on_batch is not None:
+            self._on_batch(batch)
+        return batch
 
     def _produce(self) -> Iterator[pl.DataFrame]:
         try:

@@ -35,7 +35,7 @@ from datacoolie_core.destinations import WRITERS, DeltaWriter, get_writer
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
 from datacoolie_core.destinations.load_strategies import STREAMED_STRATEGIES
 from datacoolie_core.destinations.stream import BatchStream
-from datacoolie_core.destinations.touched import touched_windows
+from datacoolie_core.destinations.touched import TouchedTally, touched_windows
 from datacoolie_core.errors import DataCoolieError, SourceError, TransformError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
@@ -139,14 +139,12 @@ def _collect(frame: pl.LazyFrame, dataflow: DataFlow) -> pl.DataFrame:
 def streams(dataflow: DataFlow, run: DataflowRun) -> bool:
     """Whether the dataflow runs as one streaming pass: an append or overwrite of a Delta table.
 
-    Merges need the batch whole (delta-rs joins it with the target), and a caller asking which
-    windows the rows touched (``touched_windows``) aggregates the written rows: those collect.
+    Merges need the batch whole (delta-rs joins it with the target): those collect.
     """
     destination = dataflow.destination
     return (
         isinstance(WRITERS.get(destination.connection.format or ""), DeltaWriter)
         and destination.load_type in STREAMED_STRATEGIES
-        and str(dataflow.dataflow_id) not in run.run_config.touched_windows
     )
 
 
@@ -169,7 +167,14 @@ def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntim
         ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
         rows = scan.rows if counter is None else counter.observe(scan.rows)
         frame, info.transform.transformers_applied = run_pipeline(rows, ctx, transformers=run.transformers)
-    stream = BatchStream(frame, before_end=scan.check_unchanged, on_error=lambda e: _stream_error(dataflow, scan, e))
+    spec = run.run_config.touched_windows.get(info.dataflow_id)
+    tally = TouchedTally(spec, run.run_config.column_name_mode) if spec is not None else None
+    stream = BatchStream(
+        frame,
+        before_end=scan.check_unchanged,
+        on_error=lambda e: _stream_error(dataflow, scan, e),
+        on_batch=tally.add if tally is not None else None,
+    )
     with _phase(info, "write"):
         empty = stream.is_empty()  # runs the plan up to its first rows: nothing announced before
         if counter is not None and empty and not counter.rows:
@@ -179,6 +184,8 @@ def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntim
         if not empty:
             _write_stream(dataflow, run, info, stream, summary or read_runtime(scan, 0, {}), candidate)
         info.transform.rows_out = stream.drain()  # also runs what a recovered write did not pull
+        if tally is not None and not empty:  # the caller partitions this table: which windows got rows
+            info.destination.touched = tally.result()
     info.source = summary or read_runtime(scan, counter.rows if counter else 0, {})
     with _phase(info, "watermark"):
         _save_watermark(dataflow, run, info, candidate)

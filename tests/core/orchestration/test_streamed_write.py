@@ -21,6 +21,7 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core import FileProvider, WatermarkManager
 from datacoolie_core.destinations.delta import META_WATERMARK
+from datacoolie_core.models.run_config import DataCoolieRunConfig, WindowSpec
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
 from datacoolie_core.transforms.base import TransformContext
@@ -267,3 +268,24 @@ def test_a_value_failing_a_cast_mid_stream_is_a_transform_error_and_writes_nothi
     assert (info.status, info.error_type) == ("failed", "TransformError")
     assert not (tmp_path / "lake" / "silver" / "orders" / "_delta_log").exists()
     assert watermarks.get_watermark(dataflow_id) is None
+
+
+def test_the_windows_a_streamed_write_touched_are_counted_over_every_batch(tmp_path: Path) -> None:
+    path = metadata(tmp_path, watermark_columns=["updated_at"])
+    rows = 300_000  # several streaming batches
+    stamps = pl.datetime_range(T0, T0 + timedelta(days=9), interval="1s", eager=True, time_zone="UTC")[:rows]
+    land(tmp_path, "a", pl.DataFrame({"order_id": range(rows), "updated_at": stamps, "n": [None, *range(rows - 1)]}))
+    provider = FileProvider(path)
+    (dataflow,) = provider.get_dataflows()
+    spec = WindowSpec(column="updated_at", every="1d")
+    config = DataCoolieRunConfig(touched_windows={str(dataflow.dataflow_id): spec})
+    info, _, _ = execute(path, run_config=config)
+    assert info.status == "succeeded", info.error_message
+    days = stamps.dt.replace_time_zone(None).dt.truncate("1d").alias("day").value_counts(sort=False).sort("day")
+    touched = info.destination.touched
+    assert touched is not None
+    assert (touched.starts, touched.rows, touched.null_rows) == (
+        days["day"].to_list(),
+        days["count"].to_list(),
+        0,
+    )
