@@ -24,6 +24,7 @@ from datacoolie_core.destinations.delta import META_WATERMARK
 from datacoolie_core.models.run_config import DataCoolieRunConfig, WindowSpec
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
+from datacoolie_core.orchestration.state_check import check_state
 from datacoolie_core.transforms.base import TransformContext
 from datacoolie_core.transforms.pipeline import DEFAULT_TRANSFORMERS
 from datacoolie_core.watermark import CommitJournal
@@ -289,3 +290,21 @@ def test_the_windows_a_streamed_write_touched_are_counted_over_every_batch(tmp_p
         days["count"].to_list(),
         0,
     )
+
+
+def test_a_retried_attempt_whose_commit_already_landed_writes_nothing_again(tmp_path: Path) -> None:
+    path = metadata(tmp_path, watermark_columns=["n"])
+    land(tmp_path, "a", pl.DataFrame({"order_id": [1, 2, 3], "n": [10, 20, 30]}))
+    provider = FileProvider(path)
+    (dataflow,) = provider.get_dataflows()
+    watermarks = WatermarkManager(provider)
+    journal = CommitJournal(provider, watermarks)
+    state = check_state(dataflow, watermarks, journal)
+    run = DataflowRun(watermarks=watermarks, journal=journal, baseline=state.watermark, state=state)
+    first = run_dataflow(dataflow, run)
+    again = run_dataflow(dataflow, run)  # a retry of the same run: the same sequence, already committed
+    assert (first.destination.rows_written, first.destination.recovered) == (3, False)
+    assert (again.status, again.destination.recovered, again.destination.rows_written) == ("succeeded", True, 0)
+    assert (again.source.rows_read, again.transform.rows_out) == (3, 3)
+    assert pl.read_delta(target(tmp_path)).height == 3
+    assert watermarks.get_watermark(str(dataflow.dataflow_id)) == {"n": 30}
