@@ -181,12 +181,14 @@ def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntim
             info.finish("skipped", reason="no new source rows")
             return
         candidate = summary.watermark_after if summary is not None and run.save_watermark else None
+        info.source = summary or read_runtime(scan, 0, {})
         if not empty:
-            _write_stream(dataflow, run, info, stream, summary or read_runtime(scan, 0, {}), candidate)
+            _write_stream(dataflow, run, info, stream, info.source, candidate)
         info.transform.rows_out = stream.drain()  # also runs what a recovered write did not pull
         if tally is not None and not empty:  # the caller partitions this table: which windows got rows
             info.destination.touched = tally.result()
-    info.source = summary or read_runtime(scan, counter.rows if counter else 0, {})
+    if counter is not None:  # complete now: every row has streamed
+        info.source.rows_read = counter.rows
     with _phase(info, "watermark"):
         _save_watermark(dataflow, run, info, candidate)
     info.finish("succeeded")
