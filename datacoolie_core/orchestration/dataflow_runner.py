@@ -42,8 +42,8 @@ from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, SourceRuntimeInfo, utc_now
 from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.sources import get_reader
-from datacoolie_core.sources.base import ReadRange, ReadRequest, ScanningReader, SourceScan
-from datacoolie_core.sources.finalize import RowCounter, read_runtime, summarize_scan
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, ScanningReader, SourceScan
+from datacoolie_core.sources.finalize import RowCounter, collect_scan, read_runtime, summarize_scan
 from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer
@@ -52,6 +52,9 @@ from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_core.watermark.serializer import serialize_watermark
+
+STREAM_FROM_BYTES = 8 * 2**20
+"""Source bytes from which an append/overwrite streams (about 400k rows of a typical parquet table)."""
 
 __all__ = ["DataflowRun", "app_id_of", "prepare_baseline", "run_dataflow"]
 
@@ -103,12 +106,11 @@ def run_dataflow(dataflow: DataFlow, run: DataflowRun, *, dataflow_run_id: str |
 
 
 def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) -> None:
-    reader = get_reader(dataflow.source.connection.format or "")
-    if isinstance(reader, ScanningReader) and streams(dataflow, run):
-        _execute_streamed(dataflow, run, info, reader)
-        return
     with _phase(info, "read"):
-        result = reader.read(dataflow.source, _request(dataflow, run))
+        result = _read(dataflow, run)
+    if isinstance(result, SourceScan):
+        _execute_streamed(dataflow, run, info, result)
+        return
     if result is None:
         info.finish("skipped", reason="no new source rows")
         return
@@ -136,19 +138,33 @@ def _collect(frame: pl.LazyFrame, dataflow: DataFlow) -> pl.DataFrame:
         raise TransformError(f"dataflow '{dataflow.name}': the transforms failed on the data: {e}") from e
 
 
-def streams(dataflow: DataFlow, run: DataflowRun) -> bool:
+def _read(dataflow: DataFlow, run: DataflowRun) -> SourceScan | ReadResult | None:
+    """The planned read to stream (:func:`streams`), else the rows read; ``None``: nothing qualifies."""
+    reader = get_reader(dataflow.source.connection.format or "")
+    request = _request(dataflow, run)
+    if not isinstance(reader, ScanningReader):
+        return reader.read(dataflow.source, request)
+    scan = reader.scan(dataflow.source, request)
+    if scan is None:
+        return None
+    return scan if streams(dataflow, scan) else collect_scan(scan)
+
+
+def streams(dataflow: DataFlow, scan: SourceScan) -> bool:
     """Whether the dataflow runs as one streaming pass: an append or overwrite of a Delta table.
 
-    Merges need the batch whole (delta-rs joins it with the target): those collect.
+    Merges need the batch whole (delta-rs joins it with the target): those collect. So do reads of
+    less than :data:`STREAM_FROM_BYTES`, where one collect costs less than the streaming machinery.
     """
     destination = dataflow.destination
     return (
         isinstance(WRITERS.get(destination.connection.format or ""), DeltaWriter)
         and destination.load_type in STREAMED_STRATEGIES
+        and (scan.size_hint is None or scan.size_hint >= STREAM_FROM_BYTES)
     )
 
 
-def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo, reader: ScanningReader) -> None:
+def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo, scan: SourceScan) -> None:
     """Read, transform and write in one streaming pass: the rows are never held whole.
 
     The count and the new watermark (which the commit records, so they are needed before it) come
@@ -157,9 +173,8 @@ def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntim
     """
     stateful = is_stateful(dataflow)
     with _phase(info, "read"):
-        scan = reader.scan(dataflow.source, _request(dataflow, run))
-        summary = summarize_scan(scan) if scan is not None and stateful else None
-    if scan is None or (stateful and summary is None):
+        summary = summarize_scan(scan) if stateful else None
+    if stateful and summary is None:
         info.finish("skipped", reason="no new source rows")
         return
     counter = RowCounter() if summary is None else None

@@ -99,6 +99,8 @@ class SourceScan:
     """Watermark values the reader computed itself (``__file_modification_time``)."""
     check_unchanged: Callable[[], None] | None = None
     """Raises :class:`~datacoolie_core.errors.SourceError` when the source changed since it was planned."""
+    size_hint: int | None = None
+    """Bytes the read may cover (listed files, the Delta tables' files); ``None``: unknown."""
 
 
 @runtime_checkable

@@ -108,6 +108,7 @@ class FileReader:
             source_action=action,
             pseudo_watermark=pseudo,
             check_unchanged=lambda: check_unchanged(files, label),
+            size_hint=sum(f.size or 0 for f in files),
         )
 
 

@@ -95,6 +95,7 @@ def plan_read(
     pseudo_watermark: Mapping[str, Any] | None = None,
     apply_filter: bool = True,
     check_unchanged: Callable[[], None] | None = None,
+    size_hint: int | None = None,
 ) -> SourceScan:
     """The shape check, then the watermark window and ``filter_expression`` on ``lf`` (nothing read yet).
 
@@ -109,7 +110,7 @@ def plan_read(
         lf = lf.filter(window_predicate(window, schema, label=label))
     if apply_filter and source.filter_expression:
         lf = lf.filter(_compiled_filter(source.filter_expression, schema, label, request.reference_time))
-    return SourceScan(lf, source, request, label, source_action, pseudo_watermark, check_unchanged)
+    return SourceScan(lf, source, request, label, source_action, pseudo_watermark, check_unchanged, size_hint)
 
 
 def collect_scan(scan: SourceScan) -> ReadResult | None:

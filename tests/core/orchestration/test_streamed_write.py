@@ -23,18 +23,29 @@ from datacoolie_core import FileProvider, WatermarkManager
 from datacoolie_core.destinations.delta import META_WATERMARK
 from datacoolie_core.models.run_config import DataCoolieRunConfig, WindowSpec
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow
+from datacoolie_core.orchestration import dataflow_runner
+from datacoolie_core.orchestration.dataflow_runner import DataflowRun, prepare_baseline, run_dataflow, streams
 from datacoolie_core.orchestration.state_check import check_state
+from datacoolie_core.sources.base import ReadRequest, SourceScan
 from datacoolie_core.transforms.base import TransformContext
 from datacoolie_core.transforms.pipeline import DEFAULT_TRANSFORMERS
 from datacoolie_core.watermark import CommitJournal
 from datacoolie_core.watermark.serializer import deserialize_watermark
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def stream_every_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These loads are small: stream them anyway (below the threshold a load is collected)."""
+    monkeypatch.setattr(dataflow_runner, "STREAM_FROM_BYTES", 0)
+
+
 LONG = "x" * 200  # Delta's statistics keep 32 characters of a string: a max from them would be wrong
 
 
-def metadata(tmp_path: Path, *, source_format: str = "parquet", **source: Any) -> Path:
+def metadata(tmp_path: Path, *, source_format: str = "parquet", load_type: str = "append", **source: Any) -> Path:
+    keys = {"merge_keys": ["order_id"]} if load_type.startswith("merge") else {}
     document = {
         "connections": [
             {"name": "landing", "format": source_format, "configure": {"base_path": str(tmp_path / "landing")}},
@@ -49,8 +60,9 @@ def metadata(tmp_path: Path, *, source_format: str = "parquet", **source: Any) -
                     "connection_name": "lake",
                     "schema_name": "silver",
                     "table": "orders",
-                    "load_type": source.pop("load_type", "append"),
-                },
+                    "load_type": load_type,
+                }
+                | keys,
             }
         ],
     }
@@ -308,3 +320,18 @@ def test_a_retried_attempt_whose_commit_already_landed_writes_nothing_again(tmp_
     assert (again.source.rows_read, again.transform.rows_out) == (3, 3)
     assert pl.read_delta(target(tmp_path)).height == 3
     assert watermarks.get_watermark(str(dataflow.dataflow_id)) == {"n": 30}
+
+
+@pytest.mark.parametrize(
+    ("load_type", "size", "expected"),
+    [("append", 10, True), ("overwrite", None, True), ("merge_upsert", 10, False), ("append", 2, False)],
+    ids=["append", "overwrite-size-unknown", "merge-collects", "small-read-collects"],
+)
+def test_which_loads_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, load_type: str, size: int | None, expected: bool
+) -> None:
+    monkeypatch.setattr(dataflow_runner, "STREAM_FROM_BYTES", 5)
+    path = metadata(tmp_path, watermark_columns=["n"], load_type=load_type)
+    (dataflow,) = FileProvider(path).get_dataflows()
+    scan = SourceScan(pl.LazyFrame(), dataflow.source, ReadRequest(), "label", {}, size_hint=size)
+    assert streams(dataflow, scan) is expected
