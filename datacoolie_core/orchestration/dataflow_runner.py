@@ -334,4 +334,5 @@ def _phase(info: DataFlowRuntimeInfo, name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        info.phase_seconds[name] = round(time.perf_counter() - started, 6)
+        spent = time.perf_counter() - started  # added: a streamed read is planned, then summarized
+        info.phase_seconds[name] = round(info.phase_seconds.get(name, 0.0) + spent, 6)
