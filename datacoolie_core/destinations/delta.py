@@ -25,6 +25,7 @@ from deltalake.table import TableMerger
 from sqlglot import exp
 
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState
+from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 
@@ -36,6 +37,9 @@ META_APP_ID = "datacoolie.app_id"
 META_SEQUENCE = "datacoolie.sequence"
 META_RUN_ID = "datacoolie.dataflow_run_id"
 META_WATERMARK = "datacoolie.watermark"
+
+Rows = pl.DataFrame | BatchStream
+"""What a plain write takes: rows in memory, or rows streamed while delta-rs writes them."""
 
 
 def open_table(path: str) -> DeltaTable | None:
@@ -95,11 +99,11 @@ def commit_properties(marker: CommitMarker) -> CommitProperties:
     return CommitProperties(app_transactions=[Transaction(marker.app_id, marker.sequence)], custom_metadata=metadata)
 
 
-def create_table(path: str, frame: pl.DataFrame, *, partition_by: Sequence[str], marker: CommitMarker) -> DeltaTable:
+def create_table(path: str, frame: Rows, *, partition_by: Sequence[str], marker: CommitMarker) -> DeltaTable:
     """Create the table with ``frame`` as version 0 (``mode="error"``: a concurrent creator conflicts)."""
     write_deltalake(
         path,
-        frame.to_arrow(),
+        arrow_data(frame),
         mode="error",
         partition_by=list(partition_by) or None,
         commit_properties=commit_properties(marker),
@@ -109,7 +113,7 @@ def create_table(path: str, frame: pl.DataFrame, *, partition_by: Sequence[str],
 
 def write_table(
     table: DeltaTable,
-    frame: pl.DataFrame,
+    frame: Rows,
     *,
     mode: Literal["append", "overwrite"],
     partition_by: Sequence[str],
@@ -121,13 +125,18 @@ def write_table(
     """
     write_deltalake(
         table,
-        frame.to_arrow(),
+        arrow_data(frame),
         mode=mode,
         schema_mode="merge" if mode == "append" else "overwrite",
         partition_by=list(partition_by) or None,
         commit_properties=commit_properties(marker),
     )
     return table
+
+
+def arrow_data(frame: Rows) -> Any:
+    """What delta-rs reads: a collected frame as one Arrow table, a stream as an Arrow stream."""
+    return frame if isinstance(frame, BatchStream) else frame.to_arrow()
 
 
 def start_merge(table: DeltaTable, source: pl.DataFrame, predicate: str, marker: CommitMarker) -> TableMerger:

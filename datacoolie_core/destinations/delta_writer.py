@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import polars as pl
+from typing import cast
 
 from datacoolie_core.destinations import delta
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState, ReplaceWindow, next_marker
-from datacoolie_core.destinations.load_strategies import KEYED_STRATEGIES, DeltaTarget, get_strategy
+from datacoolie_core.destinations.load_strategies import (
+    KEYED_STRATEGIES,
+    STREAMED_STRATEGIES,
+    DeltaTarget,
+    Strategy,
+    StreamedStrategy,
+    get_strategy,
+)
+from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Destination
@@ -35,14 +42,14 @@ class DeltaWriter:
 
     def write(
         self,
-        frame: pl.DataFrame,
+        frame: delta.Rows,
         destination: Destination,
         *,
         marker: CommitMarker,
         window: ReplaceWindow | None = None,
     ) -> DestinationRuntimeInfo:
         path = table_path(destination)
-        strategy = get_strategy(destination.load_type)
+        strategy = _strategy(frame, destination)
         with delta.translate_errors(path, destination.table):
             table = delta.open_table(path)
             done = table.transaction_version(marker.app_id) if table is not None else None
@@ -59,6 +66,18 @@ class DeltaWriter:
         return info
 
 
+def _strategy(frame: delta.Rows, destination: Destination) -> StreamedStrategy:
+    if not isinstance(frame, BatchStream):
+        strategy: Strategy = get_strategy(destination.load_type)
+        return cast(StreamedStrategy, strategy)  # given a collected frame, as every strategy takes
+    if destination.load_type not in STREAMED_STRATEGIES:
+        raise DestinationError(
+            f"destination table '{destination.table}': load_type '{destination.load_type}' needs the batch "
+            f"collected, not streamed (streamed: {', '.join(STREAMED_STRATEGIES)})"
+        )
+    return STREAMED_STRATEGIES[destination.load_type]
+
+
 def table_path(destination: Destination) -> str:
     """The table's path (``base_path/schema_name/table``); the Polars engine addresses Delta by path only."""
     path = destination.path
@@ -70,7 +89,7 @@ def table_path(destination: Destination) -> str:
     return path
 
 
-def resolve_columns(frame: pl.DataFrame, names: Sequence[str], *, what: str, table: str) -> tuple[str, ...]:
+def resolve_columns(frame: delta.Rows, names: Sequence[str], *, what: str, table: str) -> tuple[str, ...]:
     """``names`` as spelled in the frame, matched case-insensitively; a missing one raises."""
     by_lower = {c.lower(): c for c in frame.columns}
     resolved = []
@@ -87,7 +106,7 @@ def resolve_columns(frame: pl.DataFrame, names: Sequence[str], *, what: str, tab
 
 
 def _target(
-    frame: pl.DataFrame,
+    frame: delta.Rows,
     destination: Destination,
     path: str,
     table: delta.DeltaTable | None,

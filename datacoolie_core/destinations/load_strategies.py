@@ -49,17 +49,17 @@ class Strategy(Protocol):
     def __call__(self, frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo: ...
 
 
-def append(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
+def append(frame: delta.Rows, target: DeltaTarget) -> DestinationRuntimeInfo:
     """D-06: add the rows; new columns join the schema, missing ones read as null."""
     return _write(frame, target, "append")
 
 
-def overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
+def overwrite(frame: delta.Rows, target: DeltaTarget) -> DestinationRuntimeInfo:
     """D-07: replace rows and schema (dropped columns disappear); earlier versions stay in the log."""
     return _write(frame, target, "overwrite")
 
 
-def _write(frame: pl.DataFrame, target: DeltaTarget, mode: Literal["append", "overwrite"]) -> DestinationRuntimeInfo:
+def _write(frame: delta.Rows, target: DeltaTarget, mode: Literal["append", "overwrite"]) -> DestinationRuntimeInfo:
     """One plain write commit (a new table is created instead)."""
     if target.table is None:
         return _create(frame, target)
@@ -199,7 +199,7 @@ def _check_scd2_batch(frame: pl.DataFrame, path: str) -> None:
         )
 
 
-def _create(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
+def _create(frame: delta.Rows, target: DeltaTarget) -> DestinationRuntimeInfo:
     """D-05: the first write creates the table from the batch (partitioned), as version 0."""
     table = delta.create_table(target.path, frame, partition_by=target.partition_by, marker=target.marker)
     return delta.write_metrics(table)
@@ -213,6 +213,16 @@ LOAD_STRATEGIES: dict[str, Strategy] = {
     "scd2": scd2,
 }
 KEYED_STRATEGIES = frozenset({"merge_upsert", "merge_overwrite", "scd2"})
+
+
+class StreamedStrategy(Protocol):
+    """A :class:`Strategy` that also takes rows streamed while they are written."""
+
+    def __call__(self, frame: delta.Rows, target: DeltaTarget) -> DestinationRuntimeInfo: ...
+
+
+STREAMED_STRATEGIES: dict[str, StreamedStrategy] = {"append": append, "overwrite": overwrite}
+"""Strategies that write a :class:`~datacoolie_core.destinations.stream.BatchStream` (merges need the batch whole)."""
 
 
 def get_strategy(load_type: str) -> Strategy:

@@ -10,6 +10,7 @@ the caller's partitions makes the mapping exact).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import polars as pl
 
@@ -68,3 +69,42 @@ def _window_start(frame: pl.DataFrame, name: str, spec: WindowSpec) -> pl.Expr |
     if isinstance(spec.every, int) and dtype.is_integer():
         return (column - spec.origin) // spec.every * spec.every + spec.origin
     return None
+
+
+class TouchedTally:
+    """:func:`touched_windows` of a stream of batches: each batch's windows counted as it passes.
+
+    The result equals :func:`touched_windows` of all the batches together; ``None`` when no window
+    applies (decided by the first batch: every batch of a stream has the same schema).
+    """
+
+    def __init__(self, spec: WindowSpec, mode: ColumnNameMode = "lower") -> None:
+        self._spec, self._mode = spec, mode
+        self._rows: dict[Any, int] = {}
+        self._nulls = 0
+        self._column: str | None = None
+        self._failed = False
+
+    def add(self, batch: pl.DataFrame) -> None:
+        if self._failed:
+            return
+        part = touched_windows(batch, self._spec, self._mode)
+        if part is None:
+            self._failed = True
+            return
+        self._column = part.column
+        self._nulls += part.null_rows
+        for start, rows in zip(part.starts, part.rows, strict=True):
+            self._rows[start] = self._rows.get(start, 0) + rows
+
+    def result(self) -> TouchedWindows | None:
+        if self._failed or self._column is None:
+            return None
+        starts = sorted(self._rows)
+        return TouchedWindows(
+            column=self._column,
+            every=self._spec.every,
+            starts=starts,
+            rows=[self._rows[s] for s in starts],
+            null_rows=self._nulls,
+        )

@@ -9,6 +9,13 @@ cross-checks the watermark and the commit journal against the destination's log 
 write is then announced in the journal (sequence + watermark), the writer puts the sequence and the
 watermark into the same atomic commit as the data, the watermark is saved and the journal record
 settled. A crash anywhere in between is settled by the next run's check.
+
+An append or overwrite of a Delta table from a file or Delta source runs as ONE streaming pass
+(:func:`streams`): the read is planned lazily, the transforms added to the plan, and delta-rs pulls
+the batches into the commit, so the rows are never held whole. The commit records the new
+watermark, so it is known before the write: one aggregate query over the same pinned rows
+(:func:`~datacoolie_core.sources.finalize.summarize_scan`, reading only the watermark columns)
+gives it with the count. Merges and scd2 need the batch whole and collect it.
 """
 
 from __future__ import annotations
@@ -25,16 +32,19 @@ import polars as pl
 
 from datacoolie_core import faults
 from datacoolie_core.columns import DATE_FOLDER_PARTITION
-from datacoolie_core.destinations import get_writer
+from datacoolie_core.destinations import WRITERS, DeltaWriter, get_writer
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
-from datacoolie_core.destinations.touched import touched_windows
-from datacoolie_core.errors import TransformError
+from datacoolie_core.destinations.load_strategies import STREAMED_STRATEGIES
+from datacoolie_core.destinations.stream import BatchStream
+from datacoolie_core.destinations.touched import TouchedTally, touched_windows
+from datacoolie_core.errors import DataCoolieError, SourceError, TransformError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, utc_now
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, SourceRuntimeInfo, utc_now
 from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.sources import get_reader
-from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, ScanningReader, SourceScan
+from datacoolie_core.sources.finalize import RowCounter, collect_scan, read_runtime, summarize_scan
 from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer
@@ -43,6 +53,9 @@ from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
 from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_core.watermark.serializer import serialize_watermark
+
+STREAM_FROM_BYTES = 8 * 2**20
+"""Source bytes from which an append/overwrite streams (about 400k rows of a typical parquet table)."""
 
 __all__ = ["DataflowRun", "app_id_of", "prepare_baseline", "run_dataflow"]
 
@@ -96,6 +109,9 @@ def run_dataflow(dataflow: DataFlow, run: DataflowRun, *, dataflow_run_id: str |
 def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) -> None:
     with _phase(info, "read"):
         result = _read(dataflow, run)
+    if isinstance(result, SourceScan):
+        _execute_streamed(dataflow, run, info, result)
+        return
     if result is None:
         info.finish("skipped", reason="no new source rows")
         return
@@ -109,7 +125,7 @@ def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) ->
     candidate = result.runtime.watermark_after if run.save_watermark else None
     if data.height:
         with _phase(info, "write"):
-            _write(dataflow, run, info, data, result, candidate)
+            _write(dataflow, run, info, data, result.runtime, candidate)
     with _phase(info, "watermark"):
         _save_watermark(dataflow, run, info, candidate)
     info.finish("succeeded")
@@ -123,8 +139,119 @@ def _collect(frame: pl.LazyFrame, dataflow: DataFlow) -> pl.DataFrame:
         raise TransformError(f"dataflow '{dataflow.name}': the transforms failed on the data: {e}") from e
 
 
-def _read(dataflow: DataFlow, run: DataflowRun) -> ReadResult | None:
-    request = ReadRequest(
+def _read(dataflow: DataFlow, run: DataflowRun) -> SourceScan | ReadResult | None:
+    """The planned read to stream (:func:`streams`), else the rows read; ``None``: nothing qualifies."""
+    reader = get_reader(dataflow.source.connection.format or "")
+    request = _request(dataflow, run)
+    if not isinstance(reader, ScanningReader):
+        return reader.read(dataflow.source, request)
+    scan = reader.scan(dataflow.source, request)
+    if scan is None:
+        return None
+    return scan if streams(dataflow, scan) else collect_scan(scan)
+
+
+def streams(dataflow: DataFlow, scan: SourceScan) -> bool:
+    """Whether the dataflow runs as one streaming pass: an append or overwrite of a Delta table.
+
+    Merges need the batch whole (delta-rs joins it with the target): those collect. So do reads of
+    less than :data:`STREAM_FROM_BYTES`, where one collect costs less than the streaming machinery.
+    """
+    destination = dataflow.destination
+    return (
+        isinstance(WRITERS.get(destination.connection.format or ""), DeltaWriter)
+        and destination.load_type in STREAMED_STRATEGIES
+        and (scan.size_hint is None or scan.size_hint >= STREAM_FROM_BYTES)
+    )
+
+
+def _execute_streamed(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo, scan: SourceScan) -> None:
+    """Read, transform and write in one streaming pass: the rows are never held whole.
+
+    The count and the new watermark (which the commit records, so they are needed before it) come
+    from one aggregate query over the same pinned rows, reading only the watermark columns; a
+    dataflow without watermark columns counts its rows as they stream instead.
+    """
+    stateful = is_stateful(dataflow)
+    with _phase(info, "read"):
+        summary = summarize_scan(scan) if stateful else None
+    if stateful and summary is None:
+        info.finish("skipped", reason="no new source rows")
+        return
+    counter = RowCounter() if summary is None else None
+    with _phase(info, "transform"):
+        ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
+        rows = scan.rows if counter is None else counter.observe(scan.rows)
+        frame, info.transform.transformers_applied = run_pipeline(rows, ctx, transformers=run.transformers)
+    spec = run.run_config.touched_windows.get(info.dataflow_id)
+    tally = TouchedTally(spec, run.run_config.column_name_mode) if spec is not None else None
+    stream = BatchStream(
+        frame,
+        before_end=scan.check_unchanged,
+        on_error=lambda e: _stream_error(dataflow, scan, e),
+        on_batch=tally.add if tally is not None else None,
+    )
+    with _phase(info, "write"):
+        empty = stream.is_empty()  # runs the plan up to its first rows: nothing announced before
+        if counter is not None and empty and not counter.rows:
+            info.finish("skipped", reason="no new source rows")
+            return
+        candidate = summary.watermark_after if summary is not None and run.save_watermark else None
+        info.source = summary or read_runtime(scan, 0, {})
+        if not empty:
+            _write_stream(dataflow, run, info, stream, info.source, candidate)
+        info.transform.rows_out = stream.drain()  # also runs what a recovered write did not pull
+        if tally is not None and not empty:  # the caller partitions this table: which windows got rows
+            info.destination.touched = tally.result()
+    if counter is not None:  # complete now: every row has streamed
+        info.source.rows_read = counter.rows
+    with _phase(info, "watermark"):
+        _save_watermark(dataflow, run, info, candidate)
+    info.finish("succeeded")
+
+
+def _write_stream(
+    dataflow: DataFlow,
+    run: DataflowRun,
+    info: DataFlowRuntimeInfo,
+    stream: BatchStream,
+    source: SourceRuntimeInfo,
+    candidate: Mapping[str, Any] | None,
+) -> None:
+    try:
+        _write(dataflow, run, info, stream, source, candidate)
+    except Exception:
+        if stream.error is not None:  # delta-rs reports it as its own error: raise what stopped the rows
+            raise stream.error from stream.error.__cause__
+        raise
+
+
+def _stream_error(dataflow: DataFlow, scan: SourceScan, error: Exception) -> Exception:
+    """An error while the rows streamed, as the collecting path would have raised it.
+
+    A source file rewritten under the read fails it (its cached footer no longer fits): said so.
+    """
+    if isinstance(error, DataCoolieError):
+        return error
+    if scan.check_unchanged is not None:
+        try:
+            scan.check_unchanged()
+        except SourceError as changed:
+            return changed
+    if isinstance(error, OSError):
+        return SourceError(
+            f"dataflow '{dataflow.name}': reading failed: {error}; check the data and source.read_options"
+        )
+    if isinstance(error, pl.exceptions.PolarsError):
+        return TransformError(
+            f"dataflow '{dataflow.name}': the transforms failed on the data: {error} "
+            "(read, transformed and written in one pass; check the data and source.read_options too)"
+        )
+    return error
+
+
+def _request(dataflow: DataFlow, run: DataflowRun) -> ReadRequest:
+    return ReadRequest(
         watermark=None if run.read_range else run.baseline,
         read_range=run.read_range,
         reference_time=run.reference_time,
@@ -132,15 +259,14 @@ def _read(dataflow: DataFlow, run: DataflowRun) -> ReadResult | None:
         column_name_mode=run.run_config.column_name_mode,
         expected_columns=expected_columns(dataflow, run.run_config.column_name_mode),
     )
-    return get_reader(dataflow.source.connection.format or "").read(dataflow.source, request)
 
 
 def _write(
     dataflow: DataFlow,
     run: DataflowRun,
     info: DataFlowRuntimeInfo,
-    data: pl.DataFrame,
-    result: ReadResult,
+    data: pl.DataFrame | BatchStream,
+    source: SourceRuntimeInfo,
     candidate: Mapping[str, Any] | None,
 ) -> None:
     writer: Writer = get_writer(dataflow.destination.connection.format or "")
@@ -160,10 +286,14 @@ def _write(
         run.journal.announce(info.dataflow_id, PendingCommit(app_id, sequence, info.dataflow_run_id, candidate))
     mode = run.run_config.column_name_mode  # metadata may name raw columns; the writer sees the sanitized ones
     destination = final_destination(dataflow.destination, data.columns, mode)
-    window = final_window(_replace_window(dataflow, result), data.columns, mode)
-    info.destination = writer.write(data, destination, marker=marker, window=window)
+    window = final_window(_replace_window(dataflow, source), data.columns, mode)
+    if isinstance(data, BatchStream):
+        assert isinstance(writer, DeltaWriter)  # streams() chose this path for Delta writers only
+        info.destination = writer.write(data, destination, marker=marker, window=window)
+    else:
+        info.destination = writer.write(data, destination, marker=marker, window=window)
     spec = run.run_config.touched_windows.get(info.dataflow_id)
-    if spec is not None:  # the caller partitions this table: which of its windows got rows
+    if spec is not None and isinstance(data, pl.DataFrame):  # the caller partitions this table: which windows got rows
         info.destination.touched = touched_windows(data, spec, mode)
     faults.crash_point(faults.AFTER_COMMIT)
 
@@ -189,12 +319,12 @@ def _save_watermark(
         run.journal.settle(info.dataflow_id, done)
 
 
-def _replace_window(dataflow: DataFlow, result: ReadResult) -> ReplaceWindow | None:
+def _replace_window(dataflow: DataFlow, source: SourceRuntimeInfo) -> ReplaceWindow | None:
     """``replace_by_watermark``: replace target rows between the effective and the new watermark."""
     destination = dataflow.destination
     if not destination.configure.replace_by_watermark or destination.load_type != "merge_overwrite":
         return None
-    lower, upper = result.runtime.watermark_effective or {}, result.runtime.watermark_after or {}
+    lower, upper = source.watermark_effective or {}, source.watermark_after or {}
     bounds = {
         col: (lower[col], upper[col])
         for col in upper
@@ -209,4 +339,5 @@ def _phase(info: DataFlowRuntimeInfo, name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        info.phase_seconds[name] = round(time.perf_counter() - started, 6)
+        spent = time.perf_counter() - started  # added: a streamed read is planned, then summarized
+        info.phase_seconds[name] = round(info.phase_seconds.get(name, 0.0) + spent, 6)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import polars as pl
 
@@ -71,12 +71,49 @@ class Reader(Protocol):
     Contract: apply the watermark window (or the read range) compared in each column's own dtype,
     then ``source.filter_expression``; count the rows and take the new watermark (max per
     watermark column, plus pseudo columns) in the same pass that produces the data, never a second
-    read of the source. Return ``None`` when nothing qualifies (no files, zero rows): the dataflow is
+    read of the source. (A :class:`ScanningReader`'s streamed write takes them in an aggregate over
+    a *repeatable* read instead: see :class:`SourceScan`.) Return ``None`` when nothing qualifies (no files, zero rows): the dataflow is
     then skipped and nothing is written. Raise :class:`~datacoolie_core.errors.SourceError` for a
     source that cannot be read.
     """
 
     def read(self, source: Source, request: ReadRequest) -> ReadResult | None: ...
+
+
+@dataclass(frozen=True)
+class SourceScan:
+    """A read planned, not run: the qualifying rows as a lazy frame (window and filter applied).
+
+    The rows are a repeatable read: a Delta source is pinned to the version it was opened at, and
+    listed files are checked unchanged (``check_unchanged``) before a streamed write commits. So an
+    aggregate over :attr:`rows` (count, new watermark) describes exactly the rows a stream of them
+    writes.
+    """
+
+    rows: pl.LazyFrame
+    source: Source
+    request: ReadRequest
+    label: str
+    source_action: dict[str, Any]
+    pseudo_watermark: Mapping[str, Any] | None = None
+    """Watermark values the reader computed itself (``__file_modification_time``)."""
+    check_unchanged: Callable[[], None] | None = None
+    """Raises :class:`~datacoolie_core.errors.SourceError` when the source changed since it was planned."""
+    size_hint: int | None = None
+    """Bytes the read may cover (listed files, the Delta tables' files); ``None``: unknown."""
+
+
+@runtime_checkable
+class ScanningReader(Protocol):
+    """A reader that can also plan its read lazily (:class:`SourceScan`), for a streamed write.
+
+    Contract: ``read(source, request)`` equals collecting ``scan(source, request)``
+    (:func:`~datacoolie_core.sources.finalize.collect_scan`); ``None`` when no file qualifies.
+    """
+
+    def read(self, source: Source, request: ReadRequest) -> ReadResult | None: ...
+
+    def scan(self, source: Source, request: ReadRequest) -> SourceScan | None: ...
 
 
 WatermarkValues = Mapping[str, Any]

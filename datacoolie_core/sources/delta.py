@@ -28,8 +28,8 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.coerce import build_path, did_you_mean
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
-from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize, source_label
+from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
+from datacoolie_core.sources.finalize import collect_scan, plan_read, source_label
 from datacoolie_core.sql.lineage import query_tables
 from datacoolie_core.sql.references import query_reference_problems
 
@@ -38,16 +38,21 @@ class DeltaReader:
     """Reads a Delta table, or a SQL query over the connection's Delta tables."""
 
     def read(self, source: Source, request: ReadRequest) -> ReadResult | None:
+        return collect_scan(self.scan(source, request))
+
+    def scan(self, source: Source, request: ReadRequest) -> SourceScan:
+        """The read planned lazily on the tables' current versions (pinned: a second pass reads the same rows)."""
         label = source_label(source)
         if source.query:
-            lf, action = _read_query(source, source.query, label)
+            lf, action, size = _read_query(source, source.query, label)
         else:
             if not source.path or not source.connection.base_path:
                 raise SourceError(f"{label}: a Delta source needs base_path and table (or a query)")
             ensure_confined(source.connection.base_path, source.path, what="source table")
             table = open_table(source.path, label)
             lf, action = scan_table(table, source.path, label), {"path": source.path, "version": table.version()}
-        return finalize(lf, source, request, source_action=action)
+            size = table_bytes(table)
+        return plan_read(lf, source, request, source_action=action, size_hint=size)
 
 
 def open_table(path: str, label: str) -> DeltaTable:
@@ -75,6 +80,11 @@ def scan_table(table: DeltaTable, path: str, label: str) -> pl.LazyFrame:
         raise SourceError(f"{label}: cannot scan the Delta table at '{path}': {e}") from e
 
 
+def table_bytes(table: DeltaTable) -> int:
+    """The bytes of the table's data files at its version (from the log: no file is read)."""
+    return sum(table.get_add_actions(flatten=True).column("size_bytes").to_pylist())
+
+
 def referenced_tables(query: str, label: str) -> list[tuple[str | None, str]]:
     """``(schema, table)`` of every table ``query`` reads (see :func:`datacoolie_core.sql.lineage.query_tables`)."""
     try:
@@ -83,7 +93,7 @@ def referenced_tables(query: str, label: str) -> list[tuple[str | None, str]]:
         raise SourceError(f"{label}: source.query does not parse as SQL: {e}; fix the query") from e
 
 
-def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, dict[str, Any]]:
+def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, dict[str, Any], int]:
     base = source.connection.base_path
     if not base:
         raise SourceError(f"{label}: a query over Delta tables needs the connection's base_path")
@@ -92,17 +102,19 @@ def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, d
         raise SourceError(f"{label}: source.query is refused: {'; '.join(problems)}")
     context = pl.SQLContext()
     tables: dict[str, dict[str, Any]] = {}
+    size = 0
     for schema, name in referenced_tables(query, label):
         path = _resolve_table(base, schema, name, source.schema_name, label)
         table = open_table(path, label)
         registered = f"{schema}.{name}" if schema else name
         context.register(registered, scan_table(table, path, label))
         tables[registered] = {"path": path, "version": table.version()}
+        size += table_bytes(table)
     try:
         lf = context.execute(query)
     except (pl.exceptions.PolarsError, ValueError) as e:
         raise SourceError(f"{label}: source.query failed on Polars SQL: {e}; use functions Polars SQL supports") from e
-    return lf, {"query": query, "tables": tables}
+    return lf, {"query": query, "tables": tables}, size
 
 
 def _resolve_table(base: str, schema: str | None, name: str, default_schema: str | None, label: str) -> str:

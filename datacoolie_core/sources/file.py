@@ -47,11 +47,11 @@ from datacoolie_core.columns import (
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
-from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
+from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
 from datacoolie_core.sources.date_folders import find_date_folders, folder_bounds, source_levels, watermark_value
-from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
+from datacoolie_core.sources.finalize import collect_scan, lower_bounds, plan_read, source_label
 from datacoolie_core.sources.hive import partition_columns, with_partitions
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.shape import check_files
@@ -70,12 +70,19 @@ class FileInfo:
     path: str
     name: str
     modified: datetime
+    size: int | None = None
+    """Bytes when listed (``None``: unknown); with ``modified``, how a changed file is recognised."""
 
 
 class FileReader:
     """Reads a folder of files of the connection's format."""
 
     def read(self, source: Source, request: ReadRequest) -> ReadResult | None:
+        scan = self.scan(source, request)
+        return None if scan is None else collect_scan(scan)
+
+    def scan(self, source: Source, request: ReadRequest) -> SourceScan | None:
+        """The read planned lazily: files listed and pruned, shapes checked, nothing else read."""
         label = source_label(source)
         fmt = source.connection.format or "parquet"
         folder = _folder(source, label)
@@ -104,7 +111,33 @@ class FileReader:
         if folder_of:  # S-12: the newest date folder a file was read from
             pseudo[DATE_FOLDER_PARTITION] = watermark_value(max(folder_of[f.path] for f in files))
             action["date_folders_read"] = sorted({os.path.dirname(f.path) for f in files})
-        return finalize(lf, source, request, source_action=action, pseudo_watermark=pseudo)
+        return plan_read(
+            lf,
+            source,
+            request,
+            source_action=action,
+            pseudo_watermark=pseudo,
+            check_unchanged=lambda: check_unchanged(files, label),
+            size_hint=sum(f.size or 0 for f in files),
+        )
+
+
+def check_unchanged(files: list[FileInfo], label: str) -> None:
+    """Raise when a listed file was modified, replaced or removed since it was listed.
+
+    A streamed write counts its rows and takes its watermark in an aggregate read beside the
+    write's own: both must have read the same bytes, or the watermark could pass rows never written.
+    """
+    for info in files:
+        try:
+            stat = os.stat(info.path)
+        except OSError as e:
+            raise SourceError(f"{label}: file '{info.path}' disappeared during the read ({e}); run again") from e
+        if _mtime(stat.st_mtime_ns) != info.modified or (info.size is not None and stat.st_size != info.size):
+            raise SourceError(
+                f"{label}: file '{info.path}' changed during the read; nothing was written, run again "
+                "(land files under a temporary name and rename them when complete)"
+            )
 
 
 def list_source_files(source: Source, *, label: str) -> list[FileInfo]:
@@ -164,9 +197,10 @@ def list_files(folder: str, extension: str, *, recursive: bool, label: str) -> l
         )
     try:
         found = [
-            FileInfo(path=path, name=entry.name, modified=_mtime(entry.stat().st_mtime_ns))
+            FileInfo(path=path, name=entry.name, modified=_mtime(stat.st_mtime_ns), size=stat.st_size)
             for path, entry in _walk(folder, recursive)
             if entry.name.lower().endswith(extension) and entry.is_file()
+            if (stat := entry.stat()) is not None
         ]
     except OSError as e:
         raise SourceError(f"{label}: cannot list folder '{folder}': {e}; check its permissions") from e

@@ -12,7 +12,8 @@ as metadata spells it, the first time): when metadata switches between ``Order D
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,11 +22,14 @@ import polars as pl
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.models.runtime import SourceRuntimeInfo
-from datacoolie_core.sources.base import ReadRequest, ReadResult
+from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.lookback import effective_lower_bounds
 from datacoolie_core.sources.shape import check_columns
 from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, stored_key, window_predicate
 from datacoolie_core.transforms.base import ColumnNameMode
+
+_ROWS = "__datacoolie_rows__"
+"""Alias of the row count beside the maxima (no watermark key is spelled like it)."""
 
 
 def source_label(source: Source) -> str:
@@ -75,6 +79,28 @@ def finalize(
         SourceShapeError: a watermark column, merge key, hinted column ... is missing.
         SqlExpressionError: ``filter_expression`` names an unknown column or is unsupported.
     """
+    scan = plan_read(
+        lf, source, request, source_action=source_action, pseudo_watermark=pseudo_watermark, apply_filter=apply_filter
+    )
+    return collect_scan(scan)
+
+
+def plan_read(
+    lf: pl.LazyFrame,
+    source: Source,
+    request: ReadRequest,
+    *,
+    source_action: dict[str, Any],
+    pseudo_watermark: Mapping[str, Any] | None = None,
+    apply_filter: bool = True,
+    check_unchanged: Callable[[], None] | None = None,
+    size_hint: int | None = None,
+) -> SourceScan:
+    """The shape check, then the watermark window and ``filter_expression`` on ``lf`` (nothing read yet).
+
+    Both filters sit directly on the scan, in the columns' own dtypes, so Polars pushes them into
+    it (Delta file skipping by statistics, Parquet row-group pruning). Arguments as :func:`finalize`.
+    """
     label = source_label(source)
     schema = _collect_schema(lf, label)
     check_columns(schema.names(), source, request, label=label)
@@ -83,20 +109,68 @@ def finalize(
         lf = lf.filter(window_predicate(window, schema, label=label))
     if apply_filter and source.filter_expression:
         lf = lf.filter(_compiled_filter(source.filter_expression, schema, label, request.reference_time))
-    data = _collect(lf, label)
+    return SourceScan(lf, source, request, label, source_action, pseudo_watermark, check_unchanged, size_hint)
+
+
+def collect_scan(scan: SourceScan) -> ReadResult | None:
+    """Collect the scan's rows once; count them and take the new watermark from them."""
+    data = _collect(scan.rows, scan.label)
     if data.height == 0:
         return None
+    source, request = scan.source, scan.request
     after = new_watermark(
-        data, source.watermark_columns, label=label, mode=request.column_name_mode, stored=request.watermark
-    ) | dict(pseudo_watermark or {})
-    runtime = SourceRuntimeInfo(
-        rows_read=data.height,
-        watermark_before=dict(request.watermark) if request.watermark else None,
-        watermark_effective=_effective(source, request),
-        watermark_after=after,
-        source_action=source_action,
+        data, source.watermark_columns, label=scan.label, mode=request.column_name_mode, stored=request.watermark
     )
-    return ReadResult(data=data, runtime=runtime)
+    return ReadResult(data=data, runtime=read_runtime(scan, data.height, after))
+
+
+def summarize_scan(scan: SourceScan) -> SourceRuntimeInfo | None:
+    """Count the scan's rows and take the new watermark without materializing them (``None``: no rows).
+
+    One aggregate query: Polars reads only the watermark columns (and those the filters need),
+    pruned by the same pushed-down window. The values are those :func:`collect_scan` computes.
+    """
+    source, request = scan.source, scan.request
+    maxima = watermark_maxima(
+        scan.rows.collect_schema(),
+        source.watermark_columns,
+        label=scan.label,
+        mode=request.column_name_mode,
+        stored=request.watermark,
+    )
+    row = _collect(scan.rows.select(pl.len().alias(_ROWS), *maxima.values()), scan.label).row(0, named=True)
+    if not row[_ROWS]:
+        return None
+    return read_runtime(scan, row[_ROWS], watermark_values(row, maxima))
+
+
+class RowCounter:
+    """Counts the rows of a lazy frame as they stream through it (for a read with no watermark to take)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # the streaming engine may call from several threads
+        self.rows = 0
+
+    def observe(self, lf: pl.LazyFrame) -> pl.LazyFrame:
+        """``lf`` counted batch by batch; filters and projections after it are not pushed below it."""
+        return lf.map_batches(self._count, streamable=True, schema=lf.collect_schema())
+
+    def _count(self, batch: pl.DataFrame) -> pl.DataFrame:
+        with self._lock:
+            self.rows += batch.height
+        return batch
+
+
+def read_runtime(scan: SourceScan, rows: int, after: Mapping[str, Any]) -> SourceRuntimeInfo:
+    """The runtime record of a read of ``rows`` rows whose data watermark is ``after``."""
+    request = scan.request
+    return SourceRuntimeInfo(
+        rows_read=rows,
+        watermark_before=dict(request.watermark) if request.watermark else None,
+        watermark_effective=_effective(scan.source, request),
+        watermark_after=dict(after) | dict(scan.pseudo_watermark or {}),
+        source_action=scan.source_action,
+    )
 
 
 def new_watermark(
@@ -116,14 +190,33 @@ def new_watermark(
     (Python datetimes hold microseconds): rounding down would make ``col > stored`` re-read the
     newest rows on every run.
     """
+    maxima = watermark_maxima(data.schema, watermark_columns, label=label, mode=mode, stored=stored)
+    if not maxima:
+        return {}
+    return watermark_values(data.select(list(maxima.values())).row(0, named=True), maxima)
+
+
+def watermark_maxima(
+    schema: pl.Schema,
+    watermark_columns: Iterable[str],
+    *,
+    label: str,
+    mode: ColumnNameMode = "lower",
+    stored: Mapping[str, Any] | None = None,
+) -> dict[str, pl.Expr]:
+    """``{watermark key: max expression aliased to the key}`` for each non-pseudo watermark column."""
     resolved: dict[str, str] = {}
     for column in (c for c in watermark_columns if not is_pseudo(c)):
-        name = resolve_column(column, data.columns, label=label, mode=mode)
+        name = resolve_column(column, schema.names(), label=label, mode=mode)
         resolved.setdefault(stored_key(stored, column, mode) or column, name)
-    maxima = data.select([_max_expr(name, data.schema[name]).alias(key) for key, name in resolved.items()])
+    return {key: _max_expr(name, schema[name]).alias(key) for key, name in resolved.items()}
+
+
+def watermark_values(row: Mapping[str, Any], maxima: Mapping[str, pl.Expr]) -> dict[str, Any]:
+    """The non-null maxima of ``row`` (keyed as ``maxima``), aware datetimes in UTC."""
     after: dict[str, Any] = {}
-    for key in resolved:
-        value = maxima[key][0]
+    for key in maxima:
+        value = row[key]
         if isinstance(value, datetime) and value.tzinfo is not None:
             value = value.astimezone(UTC)
         if value is not None:

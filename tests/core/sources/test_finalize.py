@@ -8,7 +8,7 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core.errors import SourceShapeError
 from datacoolie_core.sources import ReadRequest
-from datacoolie_core.sources.finalize import finalize, new_watermark
+from datacoolie_core.sources.finalize import collect_scan, finalize, new_watermark, plan_read, summarize_scan
 from datacoolie_core.sql import SqlExpressionError
 from tests.core.sources.helpers import REFERENCE_TIME, make_source
 
@@ -69,3 +69,27 @@ def test_finalize_checks_the_shape_before_reading() -> None:
     lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)]})
     with pytest.raises(SourceShapeError, match=r"source 'x.y' \(connection 'src'\): the source lacks 'Order Date'"):
         finalize(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})
+
+
+SUMMARY_CASES = [
+    pytest.param(pl.Series("w", ["a" * 100 + "z", "a" * 100 + "b", None]), id="long-strings"),
+    pytest.param(pl.Series("w", [None, None], pl.Int32), id="null-only"),
+    pytest.param(pl.Series("w", [datetime(2024, 1, 2, tzinfo=UTC), datetime(2024, 1, 3, tzinfo=UTC)]).dt.convert_time_zone("America/New_York"), id="tz-aware"),
+    pytest.param(pl.Series("w", [1, 5]).cast(pl.Datetime("ns")), id="nanoseconds"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("column", SUMMARY_CASES)
+def test_summarize_scan_counts_and_takes_the_watermark_as_collect_scan_does(column: pl.Series) -> None:
+    source = SOURCE.model_copy(update={"watermark_columns": ["w", "__file_modification_time"]})
+    request = ReadRequest(reference_time=REFERENCE_TIME)
+    scan = plan_read(column.to_frame().lazy(), source, request, source_action={}, pseudo_watermark={"x": 1})
+    collected = collect_scan(scan)
+    assert collected is not None
+    assert summarize_scan(scan) == collected.runtime
+
+
+def test_summarize_scan_of_no_rows_is_none() -> None:
+    request = ReadRequest(watermark={"n": 9}, reference_time=REFERENCE_TIME)
+    scan = plan_read(pl.LazyFrame({"ts": [datetime(2024, 1, 1)], "n": [1]}), SOURCE, request, source_action={})
+    assert summarize_scan(scan) is None
