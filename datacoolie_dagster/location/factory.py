@@ -18,8 +18,10 @@ from datacoolie_dagster.automation.sensors import build_automation_sensor, build
 from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
+from datacoolie_dagster.location.freshness import stage_freshness
 from datacoolie_dagster.location.jobs import build_jobs
 from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.translator import DataCoolieTranslator
 
 
@@ -42,6 +44,7 @@ def build_definitions(
     run_retries: int = 3,
     retry_base_delay: float = 60.0,
     max_runs: int | Mapping[str, int] | None = None,
+    freshness: Mapping[str, FreshnessSettings | Mapping[str, Any]] | None = None,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -70,6 +73,9 @@ def build_definitions(
         max_runs: at most this many live runs per stage (an int for every stage, or ``{stage: n}``);
             a stage's dataflows may set ``configure.dagster.max_runs`` instead (a mapping wins, an
             int is the default). Runs over the limit wait in the queue (see :mod:`.limits`).
+        freshness: ``{stage: {"fail_window": "24h", "max_watermark_lag": "2h", …}}`` (``"*"``: every
+            stage): the default of the stage's tables that declare no ``configure.dagster.freshness``
+            (see ``docs/lineage-freshness.md``).
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -86,9 +92,10 @@ def build_definitions(
     provider.initialize()
     dataflows = provider.get_dataflows(stage=stages)
     translator = translator or DataCoolieTranslator()
-    assets, sources = build_table_assets(dataflows, translator)
-    assets = follow_upstreams(assets, translator)
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
+    defaults = stage_freshness(freshness, stage_names)
+    assets, sources = build_table_assets(dataflows, translator, freshness=defaults)
+    assets = follow_upstreams(assets, translator)
     limits = stage_limits(dataflows, max_runs)
     pools = {stage: pool_for(stage) for stage in limits}
     # The op jobs carry their resource: a sensor targeting a job that lacks one is rebuilt by
