@@ -22,7 +22,7 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.column_lineage import TableColumns
-from datacoolie_dagster.location.freshness import check_lag_declared, table_freshness
+from datacoolie_dagster.location.freshness import table_freshness
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
@@ -71,8 +71,7 @@ def build_table_assets(
         for table in level:
             partitioning = table_partitioning(table.dataflows)
             upstream = tuple(built[u].spec.key if u in built else keys[u] for u in table.upstream)
-            settings = table_freshness(table.dataflows, freshness or {})
-            check_lag_declared(table.dataflows, settings, subject=f"table '{table.key}'")
+            settings = table_freshness(table.dataflows, freshness or {}, subject=f"table '{table.key}'")
             data = DataCoolieTranslatorData(
                 table, upstream, partitioning.partitions_def if partitioning else None, freshness=settings
             )

@@ -67,31 +67,43 @@ def stage_freshness(
 
 
 def table_freshness(
-    dataflows: Iterable[DataFlow], defaults: Mapping[str, FreshnessSettings]
+    dataflows: Iterable[DataFlow], defaults: Mapping[str, FreshnessSettings], *, subject: str
 ) -> FreshnessSettings | None:
     """The freshness settings of the table ``dataflows`` write (see the module docstring).
 
+    A default's ``max_watermark_lag`` skips a table without watermark columns (nothing to judge);
+    the table's own section may not declare one.
+
     Raises:
-        MetadataError: two writers of the table declare different settings.
+        MetadataError: two writers of the table declare different settings, or the table declares
+            a ``max_watermark_lag`` without having watermark columns.
     """
     flows = list(dataflows)
     declared = {str(d.name): s for d in flows if (s := dagster_settings(d).freshness) is not None}
     if len(set(declared.values())) > 1:
         names = ", ".join(f"'{n}'" for n in declared)
-        raise MetadataError(
-            [
-                MetadataIssue(
-                    f"configure.{CONFIGURE_KEY}.freshness",
-                    "these dataflows write one table and so share one freshness; declare the same on each, "
-                    "or on one of them only",
-                    subject=f"dataflows {names}",
-                )
-            ]
-        )
+        message = "these dataflows write one table and so share one freshness; declare the same on each, or on one of them only"
+        raise _issue("", message, subject=f"dataflows {names}")
+    watermarked = any(d.source.watermark_columns for d in flows)
     if declared:
-        return next(iter(declared.values()))
-    stage = flows[0].stage if flows else None
-    return defaults.get(str(stage)) if stage and str(stage) in defaults else defaults.get(EVERY_STAGE)
+        settings = next(iter(declared.values()))
+        if settings.max_watermark_lag is not None and not watermarked:
+            message = (
+                "the table has no watermark_columns, so there is no watermark to judge; "
+                "declare source.watermark_columns or use fail_window (the age of the last load)"
+            )
+            raise _issue(".max_watermark_lag", message, subject=subject)
+        return settings
+    stage = str(flows[0].stage) if flows and flows[0].stage else EVERY_STAGE
+    default = defaults.get(stage, defaults.get(EVERY_STAGE))
+    if default is None or watermarked or default.max_watermark_lag is None:
+        return default
+    stripped = default.model_copy(update={"max_watermark_lag": None})
+    return stripped if stripped.fail_window or stripped.cron else None
+
+
+def _issue(path: str, message: str, *, subject: str) -> MetadataError:
+    return MetadataError([MetadataIssue(f"configure.{CONFIGURE_KEY}.freshness{path}", message, subject=subject)])
 
 
 def build_freshness_policy(settings: FreshnessSettings | None, *, subject: str) -> dg.FreshnessPolicy | None:
@@ -112,29 +124,7 @@ def build_freshness_policy(settings: FreshnessSettings | None, *, subject: str) 
             timezone=settings.timezone,
         )
     except CheckError as e:  # Dagster's invariants (dagster_shared, a public package of the train)
-        message = str(e).split("Description: ", 1)[-1].strip()
-        raise MetadataError([MetadataIssue(f"configure.{CONFIGURE_KEY}.freshness", message, subject=subject)]) from None
-
-
-def check_lag_declared(dataflows: Iterable[DataFlow], settings: FreshnessSettings | None, *, subject: str) -> None:
-    """A ``max_watermark_lag`` needs a watermark to judge: refuse it on a table without one.
-
-    Raises:
-        MetadataError: no dataflow of the table has ``watermark_columns``.
-    """
-    if settings is None or settings.max_watermark_lag is None:
-        return
-    if not any(d.source.watermark_columns for d in dataflows):
-        raise MetadataError(
-            [
-                MetadataIssue(
-                    f"configure.{CONFIGURE_KEY}.freshness.max_watermark_lag",
-                    "the table has no watermark_columns, so there is no watermark to judge; "
-                    "declare source.watermark_columns or use fail_window (the age of the last load)",
-                    subject=subject,
-                )
-            ]
-        )
+        raise _issue("", str(e).split("Description: ", 1)[-1].strip(), subject=subject) from None
 
 
 def watermark_ages(stored: Mapping[str, Mapping[str, Any] | None], now: datetime) -> dict[str, timedelta | None]:
