@@ -150,7 +150,8 @@ def test_a_write_completes_the_lineage_from_the_delta_schema(lake: Path, instanc
 
     # the instance holds the same (what the UI reads)
     stored = instance.get_latest_materialization_event(key("gold/reporting/revenue_by_city"))
-    assert stored is not None and stored.asset_materialization is not None
+    assert stored is not None
+    assert stored.asset_materialization is not None
     assert lineage_of(stored.asset_materialization.metadata["dagster/column_lineage"])["city"] == [
         ("silver/crm/customers", "city")
     ]

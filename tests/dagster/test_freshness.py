@@ -17,6 +17,7 @@ import pytest
 
 from datacoolie_core import MetadataError
 from datacoolie_dagster.location.checks import WATERMARK_LAG
+from tests.dagster.cli_support import REPOSITORY
 from tests.dagster.conftest import (
     CUSTOMERS,
     ORDERS_EU,
@@ -29,6 +30,7 @@ from tests.dagster.conftest import (
     land_lineage,
     materialize,
 )
+from tests.dagster.daemon_support import prepare, running, wait_until
 
 BRONZE_ORDERS = "bronze/sales/orders"
 
@@ -186,3 +188,43 @@ def test_the_lag_check_fails_when_no_watermark_is_stored(lake: Path, instance: d
     evaluation = lag_evaluation(result)
     assert evaluation.passed is False
     assert evaluation.description == "no watermark is stored yet: the age of the data is unknown."
+
+
+FRESHNESS_LOCATION = """
+from datacoolie_dagster import build_definitions
+
+defs = build_definitions(
+    "metadata.json", state_base_path="state", include_sensors=False, run_retries=0, freshness={"*": {"fail_window": "1m"}}
+)
+"""
+FRESHNESS_WORKSPACE = (
+    "load_from:\n  - python_file: {relative_path: defs.py, location_name: fresh, working_directory: .}\n"
+)
+
+
+@pytest.mark.daemon
+def test_the_daemon_evaluates_the_policy_fresh_then_stale(lake: Path) -> None:
+    """Dagster's freshness daemon judges our policy: PASS after a load, FAIL once the window passed."""
+    daemon = prepare(
+        lake, REPOSITORY / "dagster.yaml", {"FRESHNESS_DAEMON_INTERVAL_SECONDS": "2"}, workspace=FRESHNESS_WORKSPACE
+    )
+    (lake / "defs.py").write_text(FRESHNESS_LOCATION, encoding="utf-8")
+    defs = definitions(lake, include_sensors=False, run_retries=0, freshness={"*": {"fail_window": "1m"}})
+    land_lineage(lake)
+    orders, customers = key(BRONZE_ORDERS), key("bronze/crm/customers")
+
+    def states(instance: dg.DagsterInstance) -> dict[dg.AssetKey, str]:
+        records = instance.get_freshness_state_records([orders, customers])
+        return {k: r.freshness_state.value for k, r in records.items()}
+
+    with daemon.instance() as instance:
+        assert materialize(defs, instance, [BRONZE_ORDERS]).success
+        loaded = instance.get_latest_materialization_event(orders)
+        assert loaded is not None
+        with running(daemon):
+            log = lake / "daemon.log"
+            wait_until(lambda: states(instance) == {orders: "PASS", customers: "UNKNOWN"}, 120, "PASS/UNKNOWN", log)
+            # the 1-minute window runs out: the same table, not loaded again, turns stale
+            wait_until(lambda: states(instance).get(orders) == "FAIL", 180, "FAIL after the window", log)
+        failed_at = instance.get_freshness_state_records([orders])[orders].updated_at.timestamp()
+        assert failed_at - loaded.timestamp >= 60
