@@ -28,7 +28,8 @@ from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
-from datacoolie_dagster.location.freshness import MAX_WATERMARK_LAG, format_duration, watermark_ages
+from datacoolie_dagster.constants import MAX_WATERMARK_LAG
+from datacoolie_dagster.location.freshness import format_duration, watermark_ages
 
 if TYPE_CHECKING:
     from datacoolie_dagster.location.assets import TableAsset

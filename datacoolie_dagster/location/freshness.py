@@ -30,8 +30,6 @@ from datacoolie_dagster.location.settings import FreshnessSettings, dagster_sett
 
 EVERY_STAGE = "*"
 """The key of ``build_definitions(freshness=…)`` that applies to every stage without its own."""
-MAX_WATERMARK_LAG = "datacoolie/max_watermark_lag"
-"""Spec metadata: the declared lag, in seconds (the check reads it back from the spec)."""
 
 
 def stage_freshness(

@@ -16,7 +16,7 @@ import dagster as dg
 
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.column_lineage import TableColumns, table_columns
-from datacoolie_dagster.location.freshness import MAX_WATERMARK_LAG, build_freshness_policy
+from datacoolie_dagster.location.freshness import build_freshness_policy
 from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef
 
@@ -172,7 +172,7 @@ def with_partition_mappings(
 
 def _lag_metadata(settings: FreshnessSettings | None) -> dict[str, Any]:
     lag = settings.max_watermark_lag if settings else None
-    return {MAX_WATERMARK_LAG: int(lag.total_seconds())} if lag else {}
+    return {constants.MAX_WATERMARK_LAG: int(lag.total_seconds())} if lag else {}
 
 
 def _absolute(path: str) -> str:
