@@ -110,10 +110,15 @@ class DataCoolieTranslator:
         return table_columns(table.dataflows, key_of)
 
     def get_column_metadata(self, data: DataCoolieTranslatorData) -> dict[str, Any]:
-        """``dagster/column_lineage`` and ``dagster/column_schema`` of the declared and derived columns."""
-        if data.columns is None or not data.columns.columns:
+        """``dagster/column_lineage`` and ``dagster/column_schema`` of the declared and derived columns.
+
+        The framework's audit and file columns are left to the materializations (see
+        :meth:`TableColumns.declared`): every write records all written columns.
+        """
+        columns = data.columns.declared() if data.columns is not None else None
+        if columns is None or not columns.columns:
             return {}
-        return {"dagster/column_lineage": data.columns.lineage(), "dagster/column_schema": data.columns.schema()}
+        return {"dagster/column_lineage": columns.lineage(), "dagster/column_schema": columns.schema()}
 
     def get_freshness_policy(self, data: DataCoolieTranslatorData) -> dg.FreshnessPolicy | None:
         """Dagster's freshness policy from the table's ``freshness`` settings (``None``: no policy)."""
