@@ -81,12 +81,20 @@ class TableColumns:
     """Sources read whole: a written column not listed comes from the column of its name there."""
 
     def declared(self) -> TableColumns:
-        """Without the audit and file columns: the same on every table, recorded by each write.
+        """What the specs show: the columns the metadata says something about.
 
-        What the code location puts on the specs: those seven columns on every table would grow the
-        serialized code location by ~45 % and its load time by ~10 % (1,000 tables, benchmarks/bench_load.py).
+        That is every column of a complete list (a projection, a query), else the columns a
+        transform computes, types, renames, masks or cleans. Left to the writes, which record every
+        column: the framework's audit and file columns (the same on every table) and the plain
+        copies of source columns a load only names (keys, watermarks). On all 1,000 tables of
+        ``benchmarks/bench_load.py`` those would grow the serialized code location by ~45 % and its
+        load by ~10 %, to say what the first write says anyway.
         """
-        kept = {n: c for n, c in self.columns.items() if n not in SYSTEM_COLUMNS and n not in FILE_COLUMNS}
+        kept = {
+            n: c
+            for n, c in self.columns.items()
+            if n not in SYSTEM_COLUMNS and n not in FILE_COLUMNS and (self.complete or c.type or c.description)
+        }
         return TableColumns(kept, self.complete, self.passthrough)
 
     def lineage(self) -> dg.TableColumnLineage:
