@@ -17,6 +17,7 @@ own name, from the sources read whole (:attr:`TableColumns.passthrough`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -138,10 +139,7 @@ class _Frame:
         self.columns[self.find(name) or name] = col
 
     def deps_of(self, sql: str) -> list[Dep]:
-        try:
-            names = column_names(parse_expression(sql))
-        except SqlExpressionError:
-            return []
+        names, _ = _expression(sql)
         return list(dict.fromkeys(dep for name in names for dep in self.get(name).deps))
 
 
@@ -347,11 +345,22 @@ _SLOTS = (_value_rules, _schema_hints, _named, _hashes, _computed, _scd2, _syste
 
 def _cast_type(sql: str) -> str | None:
     """The type of an expression that is a ``CAST``, else ``None`` (the written schema will tell)."""
+    return _expression(sql)[1]
+
+
+@functools.lru_cache(maxsize=4096)
+def _expression(sql: str) -> tuple[tuple[str, ...], str | None]:
+    """The columns a metadata SQL expression reads, and its type when it is a ``CAST``.
+
+    Parsed once per text (a table uses its expressions for lineage and type; parsing dominates the
+    cost of a table's columns at load). The model validated it already: unparsable is unknown here.
+    """
     try:
         node = parse_expression(sql)
     except SqlExpressionError:
-        return None
-    return node.to.sql(dialect=READ_DIALECT).lower() if isinstance(node, exp.Cast) else None
+        return (), None
+    cast = node.to.sql(dialect=READ_DIALECT).lower() if isinstance(node, exp.Cast) else None
+    return tuple(column_names(node)), cast
 
 
 def _deps(deps: Iterable[Dep]) -> list[dg.TableColumnDep]:
