@@ -7,6 +7,7 @@ stores in the instance, and (daemon tier) the freshness states Dagster's own dae
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,11 @@ from typing import Any
 import dagster as dg
 import polars as pl
 import pytest
+from dagster.components.testing import create_defs_folder_sandbox
 
 from datacoolie_core import MetadataError
+from datacoolie_dagster import DataCoolieComponent
+from datacoolie_dagster.example import METADATA_PATH as EXAMPLE
 from datacoolie_dagster.location.checks import WATERMARK_LAG
 from tests.dagster.cli_support import REPOSITORY
 from tests.dagster.conftest import (
@@ -228,3 +232,29 @@ def test_the_daemon_evaluates_the_policy_fresh_then_stale(lake: Path) -> None:
             wait_until(lambda: states(instance).get(orders) == "FAIL", 180, "FAIL after the window", log)
         failed_at = instance.get_freshness_state_records([orders])[orders].updated_at.timestamp()
         assert failed_at - loaded.timestamp >= 60
+
+
+COMPONENT_YAML = """type: datacoolie_dagster.DataCoolieComponent
+attributes:
+  metadata_path: metadata/pipeline.json
+  include_sensors: false
+  freshness:
+    landing2bronze: {fail_window: 6h, max_watermark_lag: 2h}
+    "*": {fail_window: 2d}
+"""
+
+
+def test_a_component_gives_stage_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    with create_defs_folder_sandbox() as sandbox:
+        folder = sandbox.scaffold_component(component_cls=DataCoolieComponent, defs_path="datacoolie")
+        (folder / "defs.yaml").write_text(COMPONENT_YAML, encoding="utf-8")
+        (sandbox.project_root / "metadata").mkdir()
+        shutil.copy(EXAMPLE, sandbox.project_root / "metadata" / "pipeline.json")
+        monkeypatch.chdir(sandbox.project_root)
+        with sandbox.build_all_defs() as defs:
+            graph = defs.resolve_asset_graph()
+            policies = {k.to_user_string(): graph.get(k).freshness_policy for k in graph.get_all_asset_keys()}
+            checks = {k.asset_key.to_user_string() for k in graph.asset_check_keys if k.name == WATERMARK_LAG}
+    assert policies["bronze/sales/orders"] == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=6))
+    assert policies["silver/sales/orders"] == dg.FreshnessPolicy.time_window(fail_window=timedelta(days=2))
+    assert checks == {"bronze/sales/orders"}  # bronze customers has no watermark column
