@@ -176,11 +176,30 @@ def written_lineage(columns: TableColumns, written: Iterable[str]) -> dict[str, 
 
 def _dataflow_columns(dataflow: DataFlow, key_of: KeyOf) -> tuple[dict[str, _Col], tuple[dg.AssetKey, ...] | None]:
     """The final columns of one dataflow, and its sources read whole (``None`` when the list is complete)."""
+    if _copies(dataflow):
+        # nothing to replay: its columns are the source's, as every write records them; skipping
+        # keeps a code location of plain copies as light to load as without column lineage
+        return {}, tuple(key for key, _ in map(key_of, source_refs(dataflow)))
     frame, whole = _source_frame(dataflow, key_of)
     for step in _SLOTS:
         step(frame, dataflow)
     final = {sanitize_name(name, MODE): col for name, col in frame.columns.items()}
     return final, None if frame.complete else whole
+
+
+def _copies(dataflow: DataFlow) -> bool:
+    """Whether ``dataflow`` writes its source's columns unchanged (plus the framework's)."""
+    transform, destination = dataflow.transform, dataflow.destination
+    touched = (
+        transform.value_rules, transform.schema_hints, transform.hash_columns, transform.additional_columns,
+        transform.masking_rules, transform.select_columns, transform.drop_columns, transform.rename_columns,
+    )  # fmt: skip
+    return not (
+        dataflow.source.query
+        or any(touched)
+        or destination.load_type == "scd2"
+        or any(p.expression for p in destination.partition_columns)
+    )
 
 
 def _source_frame(dataflow: DataFlow, key_of: KeyOf) -> tuple[_Frame, tuple[dg.AssetKey, ...]]:
