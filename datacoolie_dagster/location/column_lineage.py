@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 from sqlglot import exp
-from sqlglot.lineage import lineage
 
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import (
@@ -223,6 +222,8 @@ def _query_frame(query: str, refs: Sequence[SourceRef], key_of: KeyOf) -> tuple[
     """The columns a query returns, each traced by sqlglot to the columns of the tables it reads."""
     tables = query_tables(query)  # in the order source_refs made ``refs`` from them
     by_table = {(s.lower() if s else None, t.lower()): key_of(r) for (s, t), r in zip(tables, refs, strict=True)}
+    from sqlglot.lineage import lineage  # with sqlglot's optimizer: loaded for query sources only
+
     try:
         outputs = lineage(None, query, schema={}, dialect=READ_DIALECT)
     except Exception:  # lineage is catalog information: a query sqlglot cannot trace still loads
