@@ -18,8 +18,9 @@ own name, from the sources read whole (:attr:`TableColumns.passthrough`).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import dagster as dg
 from sqlglot import exp
@@ -61,7 +62,7 @@ _FRAMEWORK_TYPES = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Column:
     """One column of a table: where its values come from, its type and what the metadata says of it."""
 
@@ -70,11 +71,11 @@ class Column:
     description: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TableColumns:
     """The columns of a destination table that its metadata declares or derives, in table order."""
 
-    columns: dict[str, Column]
+    columns: Mapping[str, Column]
     complete: bool
     """Every column of the written table is listed (a projection, or a query without ``*``)."""
     passthrough: tuple[dg.AssetKey, ...] = ()
@@ -102,6 +103,9 @@ class TableColumns:
 
     def schema(self) -> dg.TableSchema:
         return dg.TableSchema(columns=[_table_column(name, c) for name, c in self.columns.items()])
+
+
+_NO_COLUMNS: Mapping[str, Column] = MappingProxyType({})
 
 
 @dataclass
@@ -152,6 +156,8 @@ def table_columns(dataflows: Sequence[DataFlow], key_of: KeyOf) -> TableColumns:
             into.deps = list(dict.fromkeys([*into.deps, *col.deps]))
             into.type = into.type or col.type
             into.notes = list(dict.fromkeys([*into.notes, *col.notes]))
+    if not merged:  # plain copies (most tables): one shared empty mapping, no garbage-collected dict each
+        return TableColumns(_NO_COLUMNS, False, tuple(dict.fromkeys(k for _, keys in plans for k in keys or ())))
     names = trailing_order(list(merged))
     columns = {n: Column(tuple(merged[n].deps), merged[n].type, "; ".join(merged[n].notes) or None) for n in names}
     passthrough = tuple(dict.fromkeys(k for _, keys in plans for k in keys or ()))
