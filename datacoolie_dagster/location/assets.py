@@ -51,6 +51,11 @@ class TableAsset:
     columns: TableColumns | None = None
     """Its declared and derived columns: a write completes their lineage from the Delta schema."""
 
+    @property
+    def written_columns(self) -> TableColumns:
+        """What a write's column lineage starts from; a plain copy's columns come from its deps."""
+        return self.columns or TableColumns.copied([d.asset_key for d in self.spec.deps])
+
 
 def build_table_assets(
     dataflows: Sequence[DataFlow],
@@ -182,7 +187,7 @@ def _run_tables(
                     continue
                 checks = _selected_checks(context, check_results(asset, runtimes, _stored(driver, asset.table)))
                 if any(r.status == "succeeded" for r in runtimes):
-                    metadata = materialization_metadata(asset.table, runtimes, asset.columns)
+                    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
                     yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata, check_results=checks)
                 else:
                     # the checks still judge the table as it stands: a selected check left unevaluated
@@ -231,7 +236,7 @@ def _run_partition(
                 yield dg.AssetMaterialization(
                     asset_key=asset.spec.key,
                     partition=partition_key,
-                    metadata=materialization_metadata(asset.table, runtimes, asset.columns)
+                    metadata=materialization_metadata(asset.table, runtimes, asset.written_columns)
                     | {"datacoolie/window": f"[{start}, {end})"},
                     tags=code_version_tags(asset.spec),
                 )

@@ -98,6 +98,11 @@ class TableColumns:
         }
         return TableColumns(kept, self.complete, self.passthrough)
 
+    @classmethod
+    def copied(cls, sources: Sequence[dg.AssetKey]) -> TableColumns:
+        """The columns of a plain copy of ``sources``: none declared, each written one from its namesake."""
+        return cls(_NO_COLUMNS, False, tuple(sources))
+
     def lineage(self) -> dg.TableColumnLineage:
         return dg.TableColumnLineage(deps_by_column={name: _deps(c.deps) for name, c in self.columns.items()})
 
@@ -181,7 +186,7 @@ def written_lineage(columns: TableColumns, written: Iterable[str]) -> dict[str, 
 
 def _dataflow_columns(dataflow: DataFlow, key_of: KeyOf) -> tuple[dict[str, _Col], tuple[dg.AssetKey, ...] | None]:
     """The final columns of one dataflow, and its sources read whole (``None`` when the list is complete)."""
-    if _copies(dataflow):
+    if copies(dataflow):
         # nothing to replay: its columns are the source's, as every write records them; skipping
         # keeps a code location of plain copies as light to load as without column lineage
         return {}, tuple(key for key, _ in map(key_of, source_refs(dataflow)))
@@ -192,7 +197,7 @@ def _dataflow_columns(dataflow: DataFlow, key_of: KeyOf) -> tuple[dict[str, _Col
     return final, None if frame.complete else whole
 
 
-def _copies(dataflow: DataFlow) -> bool:
+def copies(dataflow: DataFlow) -> bool:
     """Whether ``dataflow`` writes its source's columns unchanged (plus the framework's)."""
     transform, destination = dataflow.transform, dataflow.destination
     touched = (

@@ -15,7 +15,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_dagster import constants
-from datacoolie_dagster.location.column_lineage import TableColumns, table_columns
+from datacoolie_dagster.location.column_lineage import TableColumns, copies, table_columns
 from datacoolie_dagster.location.freshness import build_freshness_policy
 from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef
@@ -95,9 +95,15 @@ class DataCoolieTranslator:
             metadata[constants.WATERMARK_COLUMNS] = watermarks
         return metadata
 
-    def get_table_columns(self, data: DataCoolieTranslatorData) -> TableColumns:
-        """The table's columns from its metadata; a column read from a source points at that source's key."""
+    def get_table_columns(self, data: DataCoolieTranslatorData) -> TableColumns | None:
+        """The table's columns from its metadata; a column read from a source points at that source's key.
+
+        ``None`` for a plain copy (no transform, no query): nothing to declare, and a code location
+        of thousands of them loads as fast as without lineage (its writes record every column).
+        """
         table = data.table
+        if all(copies(d) for d in table.dataflows):
+            return None
         ours = dict(zip(table.upstream, data.upstream_keys, strict=True))
         own = self.get_asset_key(table)
 
