@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import dagster as dg
@@ -337,7 +337,7 @@ def follow_upstreams(assets: Sequence[TableAsset], translator: DataCoolieTransla
     followed = []
     for asset in assets:
         spec = with_partition_mappings(asset.spec, partitions, translator)
-        followed.append(TableAsset(asset.table, with_automation(spec, asset.table, partitions), asset.partitioning))
+        followed.append(replace(asset, spec=with_automation(spec, asset.table, partitions)))
     return followed
 
 

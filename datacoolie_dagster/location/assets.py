@@ -11,7 +11,7 @@ it wrote nothing (they then judge the table as it stands).
 # no `from __future__ import annotations`: Dagster reads the context and config annotations at runtime
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -22,10 +22,13 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, WINDOW
 from datacoolie_dagster.location.checks import check_results, check_specs
+from datacoolie_dagster.location.column_lineage import TableColumns
+from datacoolie_dagster.location.freshness import table_freshness
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.tables import (
     DestinationTable,
@@ -47,15 +50,26 @@ class TableAsset:
     table: DestinationTable
     spec: dg.AssetSpec
     partitioning: TablePartitioning | None
+    columns: TableColumns | None = None
+    """Its declared and derived columns: a write completes their lineage from the Delta schema."""
+
+    @property
+    def written_columns(self) -> TableColumns:
+        """What a write's column lineage starts from; a plain copy's columns come from its deps."""
+        return self.columns or TableColumns.copied([d.asset_key for d in self.spec.deps])
 
 
 def build_table_assets(
-    dataflows: Sequence[DataFlow], translator: DataCoolieTranslator
+    dataflows: Sequence[DataFlow],
+    translator: DataCoolieTranslator,
+    *,
+    freshness: Mapping[str, FreshnessSettings] | None = None,
 ) -> tuple[list[TableAsset], list[dg.AssetSpec]]:
     """Specs of every destination table (fan-in grouped) and of every external source. No I/O.
 
     Specs are built upstream first, so a dependency is the key the upstream's ``get_asset_spec``
     returned: overriding ``get_asset_spec`` (not only ``get_asset_key``) keeps deps consistent.
+    ``freshness``: the stage defaults (``{stage or "*": settings}``, see :mod:`.freshness`).
     """
     tables = destination_tables(dataflows)
     keys = {t.key: translator.get_asset_key(t) for t in tables}  # only for members of a lineage cycle
@@ -64,8 +78,12 @@ def build_table_assets(
         for table in level:
             partitioning = table_partitioning(table.dataflows)
             upstream = tuple(built[u].spec.key if u in built else keys[u] for u in table.upstream)
-            data = DataCoolieTranslatorData(table, upstream, partitioning.partitions_def if partitioning else None)
-            built[table.key] = TableAsset(table, translator.get_asset_spec(data), partitioning)
+            settings = table_freshness(table.dataflows, freshness or {}, subject=f"table '{table.key}'")
+            data = DataCoolieTranslatorData(
+                table, upstream, partitioning.partitions_def if partitioning else None, freshness=settings
+            )
+            data = replace(data, columns=translator.get_table_columns(data))
+            built[table.key] = TableAsset(table, translator.get_asset_spec(data), partitioning, data.columns)
     assets = [built[t.key] for t in tables]
     produced = {a.spec.key for a in assets}
     sources: dict[dg.AssetKey, dg.AssetSpec] = {}
@@ -181,9 +199,9 @@ def _run_tables(
                 runtimes = _runtimes(done, asset.table)
                 if not progress.record(asset, runtimes):
                     continue
-                checks = _selected_checks(context, check_results(asset, runtimes, _stored(driver, runtimes)))
+                checks = _selected_checks(context, check_results(asset, runtimes, _stored(driver, asset.table)))
                 if any(r.status == "succeeded" for r in runtimes):
-                    metadata = materialization_metadata(asset.table, runtimes)
+                    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
                     yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata, check_results=checks)
                 else:
                     # the checks still judge the table as it stands: a selected check left unevaluated
@@ -209,7 +227,7 @@ def _run_partitions(
         for asset in selected:
             runtimes = progress.loaded.get(asset.table.key, [])
             if asset.table.key not in progress.failed_keys:
-                yield from _selected_checks(context, check_results(asset, runtimes, _stored(driver, runtimes)))
+                yield from _selected_checks(context, check_results(asset, runtimes, _stored(driver, asset.table)))
     _raise_failures(progress, selected)
 
 
@@ -240,7 +258,9 @@ def _run_partition(
             runtimes = _runtimes(done, asset.table)
             if not progress.record(asset, runtimes):
                 continue
-            metadata = materialization_metadata(asset.table, runtimes) | {WINDOW: f"[{start}, {end})"}
+            metadata = materialization_metadata(asset.table, runtimes, asset.written_columns) | {
+                WINDOW: f"[{start}, {end})"
+            }
             if single:
                 yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata)
             else:
@@ -272,9 +292,10 @@ def _selected_checks(
     ]
 
 
-def _stored(driver: DataCoolieDriver, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:
+def _stored(driver: DataCoolieDriver, table: DestinationTable) -> dict[str, Any]:
+    """The watermarks now stored for every dataflow of ``table`` (also those that did not run)."""
     manager = driver.watermark_manager
-    return {r.dataflow_id: manager.get_watermark(r.dataflow_id) if manager else None for r in runtimes}
+    return {i: manager.get_watermark(i) if manager else None for i in table.dataflow_ids}
 
 
 def _in_rounds(

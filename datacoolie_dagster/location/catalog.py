@@ -71,7 +71,7 @@ def build_materializations(
 
 def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> list[dg.AssetMaterialization]:
     """One write of a table: one event, or one per touched partition."""
-    metadata = materialization_metadata(asset.table, runtimes)
+    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
     if asset.partitioning is None:
         return [_event(asset, metadata)]
     touched = _touched_partitions(asset.partitioning, runtimes)
@@ -102,7 +102,7 @@ def _replay_events(
         if key is not None:
             touched = _touched_partitions(asset.partitioning, members)
             rows = touched.rows.get(key, 0) if touched is not None else None
-            metadata = materialization_metadata(asset.table, members)
+            metadata = materialization_metadata(asset.table, members, asset.written_columns)
             events.append(_event(asset, metadata | _partition_metadata(asset.partitioning, key, rows), partition=key))
         elif written := [c for c in members if c.status == "succeeded"]:
             events += _write_events(asset, written)

@@ -7,12 +7,16 @@
 - ``load_consistent``, blocking: the load wrote at most the rows it read, and the stored watermark
   is not behind the one the load started from. (One check for both keeps a 3,000-table code location
   fast to load: every check spec costs load time.)
+- ``watermark_lag`` (tables with ``freshness.max_watermark_lag``), not blocking: the newest stored
+  watermark is at most that old. The data can be old although the run was recent (a source that
+  stopped delivering): Dagster's freshness policy judges the run, this check judges the data.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -24,12 +28,15 @@ from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
+from datacoolie_dagster.constants import MAX_WATERMARK_LAG
+from datacoolie_dagster.location.freshness import format_duration, watermark_ages
 
 if TYPE_CHECKING:
     from datacoolie_dagster.location.assets import TableAsset
 
 UNIQUE_KEYS = "unique_merge_keys"
 LOAD_CONSISTENT = "load_consistent"
+WATERMARK_LAG = "watermark_lag"
 MERGE_LOADS = ("merge_upsert", "merge_overwrite", "scd2")
 
 
@@ -53,7 +60,22 @@ def check_specs(asset: TableAsset) -> list[dg.AssetCheckSpec]:
                 description="The declared merge keys are unique after the load (each key in one partition).",
             )
         )
+    lag = max_watermark_lag(asset)
+    if lag is not None:
+        specs.append(
+            dg.AssetCheckSpec(
+                WATERMARK_LAG,
+                asset=key,
+                description=f"The newest stored watermark is at most {format_duration(lag)} old.",
+            )
+        )
     return specs
+
+
+def max_watermark_lag(asset: TableAsset) -> timedelta | None:
+    """The table's declared ``freshness.max_watermark_lag`` (kept in its spec's metadata)."""
+    seconds = asset.spec.metadata.get(MAX_WATERMARK_LAG)
+    return timedelta(seconds=seconds) if isinstance(seconds, int) else None
 
 
 def check_results(
@@ -61,9 +83,51 @@ def check_results(
 ) -> list[dg.AssetCheckResult]:
     """Results of every check of ``asset``; ``stored`` = watermarks now stored, by dataflow id."""
     results = [_load_consistent(asset, runtimes, stored)]
-    if any(spec.name == UNIQUE_KEYS for spec in check_specs(asset)):
+    names = {spec.name for spec in check_specs(asset)}
+    if UNIQUE_KEYS in names:
         results.append(_unique_keys(asset))
+    if WATERMARK_LAG in names:
+        results.append(watermark_lag_result(asset, stored, datetime.now(UTC)))
     return results
+
+
+def watermark_lag_result(
+    asset: TableAsset, stored: Mapping[str, Mapping[str, Any] | None], now: datetime
+) -> dg.AssetCheckResult:
+    """Fails when the newest time watermark of the table is older than its ``max_watermark_lag``.
+
+    The newest over the table's dataflows and watermark columns: one writer of a fan-in table that
+    still delivers keeps the table's data new. No time watermark stored (never loaded, or only
+    numeric watermarks) fails too: the age of the data is unknown.
+    """
+    limit = max_watermark_lag(asset) or timedelta(0)
+    ages = watermark_ages(stored, now)
+    known = {column: age for column, age in ages.items() if age is not None}
+    metadata: dict[str, Any] = {
+        "max_watermark_lag": format_duration(limit),
+        "watermark_ages": dg.MetadataValue.json({c: format_duration(a) if a else None for c, a in ages.items()}),
+    }
+    if not known:
+        what = "no watermark is stored yet" if not ages else "no stored watermark is a date or time"
+        return dg.AssetCheckResult(
+            asset_key=asset.spec.key,
+            check_name=WATERMARK_LAG,
+            passed=False,
+            metadata=metadata,
+            description=f"{what}: the age of the data is unknown.",
+        )
+    column, age = min(known.items(), key=lambda item: item[1])
+    metadata["lag"] = format_duration(age)
+    metadata["newest_watermark"] = column
+    passed = age <= limit
+    verdict = "within" if passed else "older than"
+    return dg.AssetCheckResult(
+        asset_key=asset.spec.key,
+        check_name=WATERMARK_LAG,
+        passed=passed,
+        metadata=metadata,
+        description=f"The newest watermark ({column}) is {format_duration(age)} old, {verdict} {format_duration(limit)}.",
+    )
 
 
 def _load_consistent(

@@ -55,6 +55,8 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
     retry_base_delay: float = 60.0
     max_runs: int | dict[str, int] | None = None
     """Live runs per stage (an int for every stage, or ``{stage: n}``)."""
+    freshness: dict[str, dict[str, Any]] | None = None
+    """``{stage or "*": {fail_window, warn_window, cron, lower_bound, timezone, max_watermark_lag}}``."""
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         root = context.project_root
@@ -74,6 +76,7 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
             run_retries=self.run_retries,
             retry_base_delay=self.retry_base_delay,
             max_runs=self.max_runs,
+            freshness=self.freshness,
         )
 
 

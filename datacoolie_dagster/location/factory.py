@@ -18,9 +18,11 @@ from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
 from datacoolie_dagster.constants import STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
+from datacoolie_dagster.location.freshness import stage_freshness
 from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY, DataCoolieIOManager, with_reads
 from datacoolie_dagster.location.jobs import build_jobs
 from datacoolie_dagster.location.resources import DataCoolieResource
+from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.snapshot import read_snapshot
 from datacoolie_dagster.location.translator import DataCoolieTranslator
 
@@ -45,6 +47,7 @@ def build_definitions(
     retry_base_delay: float = 60.0,
     max_runs: int | Mapping[str, int] | None = None,
     io_manager: DataCoolieIOManager | None = None,
+    freshness: Mapping[str, FreshnessSettings | Mapping[str, Any]] | None = None,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -75,6 +78,9 @@ def build_definitions(
             int is the default). Runs over the limit wait in the queue (see :mod:`.limits`).
         io_manager: how downstream assets read the tables (``datacoolie_io_manager``; e.g. with
             object-store ``storage_options``); default a :class:`DataCoolieIOManager`. See docs/downstream.md.
+        freshness: ``{stage: {"fail_window": "24h", "max_watermark_lag": "2h", …}}`` (``"*"``: every
+            stage): the default of the stage's tables that declare no ``configure.dagster.freshness``
+            (see ``docs/lineage-freshness.md``).
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -90,9 +96,10 @@ def build_definitions(
     snapshot = read_snapshot(metadata_path, stages=stages)
     dataflows = snapshot.dataflows
     translator = translator or DataCoolieTranslator()
-    assets, sources = build_table_assets(dataflows, translator)
-    assets = with_reads(follow_upstreams(assets, translator))  # downstream assets load them as Polars frames
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
+    defaults = stage_freshness(freshness, stage_names)
+    assets, sources = build_table_assets(dataflows, translator, freshness=defaults)
+    assets = with_reads(follow_upstreams(assets, translator))  # downstream assets load them as Polars frames
     limits = stage_limits(dataflows, max_runs)
     pools = {stage: pool_for(stage) for stage in limits}
     # The op jobs carry their resource: a sensor targeting a job that lacks one is rebuilt by

@@ -13,11 +13,18 @@ from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_dagster import constants
+from datacoolie_dagster.location.column_lineage import TableColumns, written_lineage
 from datacoolie_dagster.location.tables import DestinationTable
 
 
-def materialization_metadata(table: DestinationTable, runtimes: Sequence[DataFlowRuntimeInfo]) -> dict[str, Any]:
-    """Rows, watermarks, Delta version and duration of the dataflows that wrote ``table``."""
+def materialization_metadata(
+    table: DestinationTable, runtimes: Sequence[DataFlowRuntimeInfo], columns: TableColumns | None = None
+) -> dict[str, Any]:
+    """Rows, watermarks, Delta version and duration of the dataflows that wrote ``table``.
+
+    With ``columns`` (the table's declared columns), the written schema carries their descriptions
+    and ``dagster/column_lineage`` covers every written column.
+    """
     destination = [r.destination for r in runtimes]
     metadata: dict[str, Any] = {
         constants.ROWS_READ: sum(r.source.rows_read for r in runtimes),
@@ -33,23 +40,42 @@ def materialization_metadata(table: DestinationTable, runtimes: Sequence[DataFlo
     if versions:
         metadata[constants.DELTA_VERSION] = max(versions)
     if table.first.destination.connection.format == "delta":
-        metadata.update(delta_table_metadata(table.path))
+        metadata.update(delta_table_metadata(table.path, columns))
     return metadata
 
 
-def delta_table_metadata(path: str | None) -> dict[str, Any]:
-    """``dagster/row_count`` and ``dagster/column_schema`` from the Delta log (no data file is read)."""
+def delta_table_metadata(path: str | None, columns: TableColumns | None = None) -> dict[str, Any]:
+    """``dagster/row_count`` and ``dagster/column_schema`` from the Delta log (no data file is read).
+
+    With ``columns``: descriptions on the schema, and ``dagster/column_lineage`` of every written column.
+    """
     if not path:
         return {}
     try:
         table = DeltaTable(os.path.abspath(path))
     except (TableNotFoundError, OSError):
         return {}
+    fields = table.schema().fields
+    described = written_lineage(columns, [f.name for f in fields]) if columns else {}
     metadata: dict[str, Any] = {
         "dagster/column_schema": dg.TableSchema(
-            columns=[dg.TableColumn(f.name, str(getattr(f.type, "type", f.type))) for f in table.schema().fields]
+            columns=[
+                dg.TableColumn(
+                    f.name,
+                    str(getattr(f.type, "type", f.type)),
+                    description=described[f.name].description if f.name in described else None,
+                )
+                for f in fields
+            ]
         )
     }
+    if described:
+        metadata["dagster/column_lineage"] = dg.TableColumnLineage(
+            deps_by_column={
+                name: [dg.TableColumnDep(asset_key=k, column_name=c) for k, c in col.deps]
+                for name, col in described.items()
+            }
+        )
     counts = table.get_add_actions(flatten=True).column("num_records").to_pylist()
     if all(c is not None for c in counts):
         metadata["dagster/row_count"] = int(sum(counts))

@@ -5,7 +5,8 @@
         "max_partitions_per_run": 3,
         "schedule": {"cron": "0 * * * *", "timezone": "Europe/Paris", "catchup": true},
         "sensor": true,
-        "max_runs": 2}}
+        "max_runs": 2,
+        "freshness": {"fail_window": "24h", "warn_window": "12h", "max_watermark_lag": "2h"}}}
 
 A typo (``max_partition_per_run``, ``schedul``, ``sensr``) is a :class:`MetadataError` at load naming
 the file, the JSON path (``dataflows[3].configure.dagster.max_partition_per_run``) and the closest
@@ -22,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -73,10 +74,27 @@ def _positive(value: Any) -> Any:
     return value
 
 
+_DURATION = re.compile(r"(\d+)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any) -> Any:
+    """``"2h"``, ``"90m"``, ``"1d12h"`` (units ``s m h d w``) -> ``timedelta``; other types pass to pydantic."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip().lower()
+    parts = _DURATION.findall(text)
+    if not parts or _DURATION.sub("", text).strip():
+        raise ValueError(f"'{value}' is not a duration like '30m', '2h', '1d' or '1h30m' (units: s, m, h, d, w)")
+    return timedelta(seconds=sum(int(n) * _UNIT_SECONDS[unit] for n, unit in parts))
+
+
 PositiveInt = Annotated[int, BeforeValidator(_positive)]
 Flag = Annotated[bool, BeforeValidator(_flag)]
 """``true``/``false``, or one of the strings ``"true" "yes" "1" "false" "no" "0"`` (any case)."""
 TimeZone = Annotated[str, BeforeValidator(lambda v: _timezone(v) if isinstance(v, str) else v)]
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+"""A duration written ``"30m"``, ``"2h"``, ``"1d"``, ``"1h30m"`` (units ``s m h d w``)."""
 
 
 class PartitionsSettings(_Settings):
@@ -159,6 +177,50 @@ class ScheduleSettings(_Settings):
         return value
 
 
+class FreshnessSettings(_Settings):
+    """``configure.dagster.freshness`` (or ``build_definitions(freshness={stage: …})``): how old a table may get.
+
+    A time window (``fail_window``, optional ``warn_window``) or a deadline ``cron`` (with
+    ``lower_bound``) becomes the asset's Dagster freshness policy; ``max_watermark_lag`` adds the
+    ``watermark_lag`` check. Any one of them alone is enough.
+    """
+
+    fail_window: Duration | None = None
+    """The table fails its freshness policy when its last materialization is older than this."""
+    warn_window: Duration | None = None
+    """It warns when the last materialization is older than this (shorter than ``fail_window``)."""
+    cron: str | None = None
+    """A deadline cron: by each tick the table must have materialized within ``lower_bound`` before it."""
+    lower_bound: Duration | None = None
+    """With ``cron``: how long before a deadline a materialization counts (at most the cron's interval)."""
+    timezone: TimeZone = "UTC"
+    """Time zone the ``cron`` is read in (an IANA name)."""
+    max_watermark_lag: Duration | None = None
+    """The ``watermark_lag`` check fails when the newest stored watermark is older than this."""
+
+    @field_validator("cron")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        if value is not None and not is_cron(value):
+            raise ValueError(f"'{value}' is not a 5-field cron string like '0 9 * * *'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_policy(self) -> FreshnessSettings:
+        windows = [w for w in (self.fail_window, self.warn_window, self.lower_bound, self.max_watermark_lag) if w]
+        if any(w < timedelta(minutes=1) for w in windows):
+            raise ValueError("freshness durations must be at least 1 minute (Dagster evaluates by the minute)")
+        if self.cron and self.fail_window:
+            raise ValueError("give either fail_window (a time window) or cron (a deadline), not both")
+        if self.warn_window and not (self.fail_window and self.warn_window < self.fail_window):
+            raise ValueError("warn_window needs a fail_window longer than it")
+        if bool(self.cron) != bool(self.lower_bound):
+            raise ValueError("cron and lower_bound go together (a deadline and how long before it counts)")
+        if not (self.fail_window or self.cron or self.max_watermark_lag):
+            raise ValueError("freshness needs fail_window, cron (with lower_bound) or max_watermark_lag")
+        return self
+
+
 class DagsterSettings(_Settings):
     """``configure.dagster`` of a dataflow. Every key is optional; a new key is one field here."""
 
@@ -172,6 +234,8 @@ class DagsterSettings(_Settings):
     """``false`` keeps the table out of every automatic trigger: source sensor and automation."""
     max_runs: PositiveInt | None = None
     """At most this many live runs of the stage (the smallest of its dataflows wins)."""
+    freshness: FreshnessSettings | None = None
+    """How old the dataflow's table may get (the dataflows of one table must agree)."""
 
 
 def validate_section(value: Any, *, owner: Owner) -> list[MetadataIssue]:
@@ -289,12 +353,15 @@ def _value(token: str, names: dict[str, int]) -> int | None:
 
 __all__ = [
     "DagsterSettings",
+    "Duration",
     "Flag",
+    "FreshnessSettings",
     "PartitionsSettings",
     "ScheduleSettings",
     "as_datetime",
     "dagster_settings",
     "is_cron",
+    "parse_duration",
     "parse_settings",
     "validate_section",
 ]

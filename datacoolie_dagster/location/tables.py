@@ -55,6 +55,8 @@ class DestinationTable:
     sources: list[SourceRef] = field(default_factory=list)
     upstream: list[str] = field(default_factory=list)
     """Destination keys of the tables this one reads (within the same metadata)."""
+    upstream_refs: dict[SourceRef, str] = field(default_factory=dict)
+    """The reads of this metadata's tables: source -> destination key (column lineage maps them)."""
 
     @property
     def first(self) -> DataFlow:
@@ -85,6 +87,8 @@ def destination_tables(dataflows: Sequence[DataFlow]) -> list[DestinationTable]:
         for dataflow in table.dataflows:
             for ref in source_refs(dataflow):
                 upstream = by_path.get(ref.identity) or by_path.get(f"path:{_norm(ref.fallback_path)}")
+                if upstream:
+                    table.upstream_refs[ref] = upstream
                 if upstream and upstream != table.key and upstream not in table.upstream:
                     table.upstream.append(upstream)
                 elif upstream is None and ref not in table.sources:

@@ -15,6 +15,9 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_dagster import constants
+from datacoolie_dagster.location.column_lineage import TableColumns, copies, table_columns
+from datacoolie_dagster.location.freshness import build_freshness_policy
+from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef
 
 
@@ -26,6 +29,10 @@ class DataCoolieTranslatorData:
     upstream_keys: tuple[dg.AssetKey, ...]
     """Keys of this metadata's tables it reads (already translated)."""
     partitions_def: dg.PartitionsDefinition | None = None
+    freshness: FreshnessSettings | None = None
+    """The table's freshness settings (its own, or its stage's default)."""
+    columns: TableColumns | None = None
+    """Its declared and derived columns (:meth:`DataCoolieTranslator.get_table_columns`)."""
 
 
 class DataCoolieTranslator:
@@ -37,12 +44,13 @@ class DataCoolieTranslator:
             key=self.get_asset_key(table),
             deps=[*data.upstream_keys, *(self.get_source_key(s) for s in table.sources)],
             description=self.get_description(table),
-            metadata=self.get_metadata(table),
+            metadata={**self.get_metadata(table), **self.get_column_metadata(data), **_lag_metadata(data.freshness)},
             group_name=self.get_group_name(table),
             code_version=table.code_version(),
             kinds=self.get_kinds(table),
             tags={constants.STAGE: _tag_value(table.first.stage)} if table.first.stage else None,
             partitions_def=data.partitions_def,
+            freshness_policy=self.get_freshness_policy(data),
             skippable=True,  # a subset run or a source without new rows materializes nothing
         )
 
@@ -86,6 +94,42 @@ class DataCoolieTranslator:
         if watermarks:
             metadata[constants.WATERMARK_COLUMNS] = watermarks
         return metadata
+
+    def get_table_columns(self, data: DataCoolieTranslatorData) -> TableColumns | None:
+        """The table's columns from its metadata; a column read from a source points at that source's key.
+
+        ``None`` for a plain copy (no transform, no query): nothing to declare, and a code location
+        of thousands of them loads as fast as without lineage (its writes record every column).
+        """
+        table = data.table
+        if all(copies(d) for d in table.dataflows):
+            return None
+        ours = dict(zip(table.upstream, data.upstream_keys, strict=True))
+        own = self.get_asset_key(table)
+
+        def key_of(ref: SourceRef) -> tuple[dg.AssetKey, bool]:
+            upstream = table.upstream_refs.get(ref)
+            if upstream is None:
+                return self.get_source_key(ref), False
+            return ours.get(upstream, own), True  # not among the upstream keys: the table reads itself
+
+        return table_columns(table.dataflows, key_of)
+
+    def get_column_metadata(self, data: DataCoolieTranslatorData) -> dict[str, Any]:
+        """``dagster/column_lineage`` and ``dagster/column_schema`` of the declared and derived columns.
+
+        The framework's audit and file columns are left to the materializations (see
+        :meth:`TableColumns.declared`): every write records all written columns.
+        """
+        columns = data.columns.declared() if data.columns is not None else None
+        if columns is None or not columns.columns:
+            return {}
+        return {"dagster/column_lineage": columns.lineage(), "dagster/column_schema": columns.schema()}
+
+    def get_freshness_policy(self, data: DataCoolieTranslatorData) -> dg.FreshnessPolicy | None:
+        """Dagster's freshness policy from the table's ``freshness`` settings (``None``: no policy)."""
+        subject = f"table '{data.table.key}'"
+        return build_freshness_policy(data.freshness, subject=subject)
 
     def get_partition_mapping(
         self, upstream: dg.PartitionsDefinition | None, downstream: dg.PartitionsDefinition | None
@@ -135,6 +179,11 @@ def with_partition_mappings(
             mapping = translator.get_partition_mapping(upstream_partitions[dep.asset_key], spec.partitions_def)
         deps.append(dep if mapping is None else dg.AssetDep(dep.asset_key, partition_mapping=mapping))
     return spec.replace_attributes(deps=deps)
+
+
+def _lag_metadata(settings: FreshnessSettings | None) -> dict[str, Any]:
+    lag = settings.max_watermark_lag if settings else None
+    return {constants.MAX_WATERMARK_LAG: int(lag.total_seconds())} if lag else {}
 
 
 def _absolute(path: str) -> str:

@@ -24,6 +24,7 @@ from datacoolie_core.metadata import read_metadata_file, validate_document
 from datacoolie_dagster.automation.limits import LIMITS_SENSOR
 from datacoolie_dagster.location.settings import (
     DagsterSettings,
+    FreshnessSettings,
     PartitionsSettings,
     ScheduleSettings,
     dagster_settings,
@@ -244,7 +245,9 @@ def test_the_pure_cron_check_agrees_with_dagster(cron: str) -> None:
 
 def test_the_docs_list_every_key() -> None:
     text = DOCS.read_text()
-    for model, prefix in ((DagsterSettings, ""), (PartitionsSettings, "partitions."), (ScheduleSettings, "schedule.")):
+    models = ((DagsterSettings, ""), (PartitionsSettings, "partitions."), (ScheduleSettings, "schedule."),
+              (FreshnessSettings, "freshness."))  # fmt: skip
+    for model, prefix in models:
         for key in model.model_fields:
             if model is DagsterSettings and key in ("partitions", "schedule"):
                 continue
