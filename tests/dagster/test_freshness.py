@@ -256,5 +256,8 @@ def test_a_component_gives_stage_defaults(monkeypatch: pytest.MonkeyPatch) -> No
             policies = {k.to_user_string(): graph.get(k).freshness_policy for k in graph.get_all_asset_keys()}
             checks = {k.asset_key.to_user_string() for k in graph.asset_check_keys if k.name == WATERMARK_LAG}
     assert policies["bronze/sales/orders"] == dg.FreshnessPolicy.time_window(fail_window=timedelta(hours=6))
-    assert policies["silver/sales/orders"] == dg.FreshnessPolicy.time_window(fail_window=timedelta(days=2))
+    assert policies["silver/crm/customers"] == dg.FreshnessPolicy.time_window(fail_window=timedelta(days=2))
+    # the example's own configure.dagster.freshness replaces the stage default
+    own = dg.FreshnessPolicy.time_window(fail_window=timedelta(days=2), warn_window=timedelta(days=1))
+    assert policies["silver/sales/orders"] == own
     assert checks == {"bronze/sales/orders"}  # bronze customers has no watermark column
