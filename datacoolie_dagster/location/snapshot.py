@@ -59,11 +59,15 @@ def read_snapshot(path: str | os.PathLike[str], *, stages: str | Sequence[str] |
         MetadataError: the file is invalid (every error listed).
         RuntimeError: the file changed while it was read; loading again reads one version.
     """
-    before = file_digest(path)
+    try:
+        before: str | None = file_digest(path)
+    except OSError:
+        before = None  # missing or unreadable: the provider's MetadataError names the file and the fix
     provider = FileProvider(path)
     provider.initialize()
     if file_digest(path) != before:
         raise RuntimeError(f"metadata file {os.fspath(path)} changed while it was read; reload the code location")
+    assert before is not None  # the provider read the file, so it was readable before too
     return MetadataSnapshot(os.fspath(path), before, provider.get_dataflows(stage=stages))
 
 

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import gc
 import importlib
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
 
 from datacoolie_core import MetadataError
+from datacoolie_dagster.location.translator import DataCoolieTranslator
 
 
 def test_code_location_loads_the_bundled_example() -> None:
@@ -31,3 +34,43 @@ def test_code_location_fails_on_broken_metadata(tmp_path: Path, monkeypatch: pyt
         importlib.reload(definitions)
     monkeypatch.delenv("DATACOOLIE_METADATA")
     importlib.reload(definitions)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_build_pauses_the_cyclic_gc_and_restores_it(tmp_path: Path, enabled: bool) -> None:
+    from datacoolie_dagster import build_definitions
+    from datacoolie_dagster.example import EXAMPLE_DIR
+
+    seen: list[bool] = []
+    translator = _RecordingTranslator(seen)
+    gc.enable() if enabled else gc.disable()
+    try:
+        build_definitions(EXAMPLE_DIR / "metadata.json", translator=translator, state_base_path=tmp_path)
+        after_build = gc.isenabled()
+        with pytest.raises(MetadataError):
+            build_definitions(tmp_path / "missing.json", state_base_path=tmp_path)
+        after_error = gc.isenabled()
+    finally:
+        gc.enable()
+    assert seen  # the translator was asked
+    assert not any(seen)  # paused while the specs were built
+    assert (after_build, after_error) == (enabled, enabled)
+
+
+class _RecordingTranslator(DataCoolieTranslator):
+    def __init__(self, seen: list[bool]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def get_asset_spec(self, data: Any) -> dg.AssetSpec:
+        self.seen.append(gc.isenabled())
+        return super().get_asset_spec(data)
+
+
+@pytest.mark.parametrize("name", ["missing.json", "a-folder"])
+def test_an_unreadable_metadata_path_is_a_metadata_error(tmp_path: Path, name: str) -> None:
+    from datacoolie_dagster import build_definitions
+
+    (tmp_path / "a-folder").mkdir()
+    with pytest.raises(MetadataError, match=rf"{name}: \$: cannot read the metadata file"):
+        build_definitions(tmp_path / name, state_base_path=tmp_path / "state")
