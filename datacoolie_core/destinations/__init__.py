@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer
     from datacoolie_core.destinations.delta_writer import DeltaWriter
     from datacoolie_core.destinations.file_writer import FILE_LOAD_TYPES, FileWriter
+    from datacoolie_core.destinations.iceberg_writer import IcebergWriter
     from datacoolie_core.destinations.load_strategies import LOAD_STRATEGIES, Strategy, get_strategy
 
 _FILE_WRITER = "datacoolie_core.destinations.file_writer:FileWriter"
@@ -29,9 +30,10 @@ WRITERS: Mapping[str, Writer] = LazyRegistry(
         "json": (_FILE_WRITER, "json"),
         "jsonl": (_FILE_WRITER, "jsonl"),
         "avro": (_FILE_WRITER, "avro"),
+        "iceberg": "datacoolie_core.destinations.iceberg_writer:IcebergWriter",
     }
 )
-"""One writer per destination format; there is no iceberg writer (DataCoolie's is Spark/catalog-only)."""
+"""One writer per destination format (``iceberg`` needs the ``iceberg`` extra: pyiceberg)."""
 
 
 def get_writer(fmt: str) -> Writer:
@@ -53,6 +55,7 @@ __getattr__, __dir__ = lazy_exports(
         "DeltaWriter": "datacoolie_core.destinations.delta_writer",
         "FILE_LOAD_TYPES": "datacoolie_core.destinations.file_writer",
         "FileWriter": "datacoolie_core.destinations.file_writer",
+        "IcebergWriter": "datacoolie_core.destinations.iceberg_writer",
         "LOAD_STRATEGIES": "datacoolie_core.destinations.load_strategies",
         "Strategy": "datacoolie_core.destinations.load_strategies",
         "get_strategy": "datacoolie_core.destinations.load_strategies",
@@ -67,6 +70,7 @@ __all__ = [
     "DeltaWriter",
     "DestinationError",
     "FileWriter",
+    "IcebergWriter",
     "ReplaceWindow",
     "Strategy",
     "Writer",

@@ -106,6 +106,8 @@ class ConnectionConfigure(BackwardKeys):
     generate_manifest: Bool = False
     register_symlink_table: Bool = False
     symlink_database_prefix: str = "symlink_"
+    catalog_properties: JsonObject = Field(default_factory=dict, repr=False)
+    """Iceberg: pyiceberg catalog properties (``type``, ``uri``, ``warehouse``, ...); docs/iceberg.md."""
     # database
     database_type: Annotated[str | None, choice(DATABASE_TYPES, "database_type")] = None
     auth_type: OptStr = None
