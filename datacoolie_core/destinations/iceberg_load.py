@@ -15,6 +15,7 @@ schema too). Types the Iceberg spec lacks are converted first (:func:`iceberg_fr
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,16 +76,29 @@ def iceberg_frame(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def evolve_schema(tx: Transaction, frame: pl.DataFrame, *, drop_missing: bool = False) -> None:
-    """Add the batch's new columns (and, ``drop_missing``, drop the columns it lacks) in ``tx``."""
-    current = {f.name for f in tx.table_metadata.schema().fields}
+    """Add the batch's new columns (and, ``drop_missing``, drop the columns it lacks) in ``tx``.
+
+    Iceberg adds a column last; a new business column is moved before the framework's trailing
+    columns (D-18), and with ``drop_missing`` the schema takes the batch's order, as Delta's would.
+    """
+    current = [f.name for f in tx.table_metadata.schema().fields]
     new = [c for c in frame.columns if c not in current]
     gone = [c for c in current if c not in frame.columns] if drop_missing else []
-    if not new and not gone:
+    if not new and not gone and (not drop_missing or current == frame.columns):
         return
     with tx.update_schema() as update:
         update.union_by_name(frame.to_arrow().schema)
         for name in gone:
             update.delete_column(name)
+        if drop_missing:
+            update.move_first(frame.columns[0])
+            for before, name in itertools.pairwise(frame.columns):
+                update.move_after(name, before)
+            return
+        anchor = next((c for c in current if c in fc.TRAILING_COLUMNS), None)
+        for name in new if anchor else []:
+            if name not in fc.TRAILING_COLUMNS:
+                update.move_before(name, anchor)
 
 
 def append(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRuntimeInfo:

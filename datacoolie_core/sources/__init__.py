@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from datacoolie_core.sources.delta import DeltaReader
     from datacoolie_core.sources.file import FileReader
     from datacoolie_core.sources.function import FunctionReader
+    from datacoolie_core.sources.iceberg import IcebergReader
 
 _FILE_READER = "datacoolie_core.sources.file:FileReader"
 
@@ -43,13 +44,12 @@ READERS: Mapping[str, Reader] = LazyRegistry(
         "sql": "datacoolie_core.sources.database:DatabaseReader",
         "function": "datacoolie_core.sources.function:FunctionReader",
         "api": "datacoolie_core.sources.api:ApiReader",
+        "iceberg": "datacoolie_core.sources.iceberg:IcebergReader",
     }
 )
 """Connection format -> reader (the file formats share one ``FileReader``)."""
 
-UNSUPPORTED = {
-    "iceberg": "read the table through a Delta copy or a function source",
-}
+UNSUPPORTED: dict[str, str] = {}
 """Formats DataCoolie reads that this engine does not, with what to do instead."""
 
 
@@ -78,6 +78,7 @@ __getattr__, __dir__ = lazy_exports(
         "DeltaReader": "datacoolie_core.sources.delta",
         "FileReader": "datacoolie_core.sources.file",
         "FunctionReader": "datacoolie_core.sources.function",
+        "IcebergReader": "datacoolie_core.sources.iceberg",
     },
 )
 
@@ -89,6 +90,7 @@ __all__ = [
     "DeltaReader",
     "FileReader",
     "FunctionReader",
+    "IcebergReader",
     "ReadRange",
     "ReadRequest",
     "ReadResult",

@@ -12,6 +12,7 @@ from datacoolie_core.sources import (
     DeltaReader,
     FileReader,
     FunctionReader,
+    IcebergReader,
     get_reader,
 )
 
@@ -19,7 +20,8 @@ from datacoolie_core.sources import (
 @pytest.mark.parametrize(
     ("fmt", "reader"),
     [("parquet", FileReader), ("csv", FileReader), ("json", FileReader), ("jsonl", FileReader), ("avro", FileReader),
-     ("excel", FileReader), ("delta", DeltaReader), ("sql", DatabaseReader), ("function", FunctionReader), ("api", ApiReader)],
+     ("excel", FileReader), ("delta", DeltaReader), ("sql", DatabaseReader), ("function", FunctionReader), ("api", ApiReader),
+     ("iceberg", IcebergReader)],
     ids=lambda v: v if isinstance(v, str) else "",
 )  # fmt: skip
 def test_reader_per_format(fmt: str, reader: type) -> None:
@@ -28,12 +30,6 @@ def test_reader_per_format(fmt: str, reader: type) -> None:
 
 def test_every_connection_format_is_read_or_explained() -> None:
     assert set(FORMATS) == set(READERS) | set(UNSUPPORTED)
-
-
-@pytest.mark.parametrize("fmt", ["iceberg"])
-def test_unsupported_formats_say_so(fmt: str) -> None:
-    with pytest.raises(SourceError, match=f"format '{fmt}' is not supported by this engine"):
-        get_reader(fmt)
 
 
 def test_unknown_format_suggests() -> None:
