@@ -109,11 +109,11 @@ def _comparison(comparison: Comparison, schema: pl.Schema, label: str, window: W
 
     name = resolve_column(comparison.column, schema.names(), label=label, mode=window.mode)
     dtype = schema[name]
-    op, value = typed_bound(comparison.op, comparison.value, dtype, column=name, label=label)
-    if isinstance(dtype, pl.String) and not isinstance(value, str):
-        return None  # Spark-style cast of the column: no Iceberg predicate says it
-    if not isinstance(dtype, pl.String | pl.Datetime | pl.Date | pl.Decimal | pl.Boolean) and not dtype.is_numeric():
+    if isinstance(dtype, pl.String) and not isinstance(comparison.value, str):
+        return None  # compared as Spark does, through a cast of the column: no Iceberg predicate says it
+    if not isinstance(dtype, pl.String | pl.Datetime | pl.Date | pl.Decimal) and not dtype.is_numeric():
         return None
+    op, value = typed_bound(comparison.op, comparison.value, dtype, column=name, label=label)
     node = {">": GreaterThan, ">=": GreaterThanOrEqual, "<": LessThan, "<=": LessThanOrEqual}[op]
     return node(name, value)
 

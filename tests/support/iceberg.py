@@ -40,3 +40,21 @@ def read_back(root: Path, *ident: str, by: tuple[str, ...] = ("id",), uri: str |
     frame = pl.from_arrow(load_table(root, *ident, uri=uri).scan().to_arrow())
     assert isinstance(frame, pl.DataFrame)
     return frame.sort(list(by), maintain_order=True)
+
+
+def seed_catalog(root: Path, catalog_name: str = "src") -> Any:
+    """A SQL catalog under ``root`` (as :func:`catalog_configure` describes it), made by pyiceberg alone."""
+    (root / "catalog").mkdir(parents=True, exist_ok=True)
+    return load_catalog(
+        catalog_name, type="sql", uri=f"sqlite:///{root / 'catalog' / 'catalog.db'}", warehouse=f"file://{root / 'lake'}"
+    )
+
+
+def seed_table(root: Path, ident: tuple[str, ...], *batches: pl.DataFrame, catalog_name: str = "src") -> Table:
+    """A table created and appended to by pyiceberg itself, one snapshot (one data file) per batch."""
+    catalog = seed_catalog(root, catalog_name)
+    catalog.create_namespace_if_not_exists(ident[:-1])
+    table = catalog.create_table(ident, schema=batches[0].to_arrow().schema)
+    for frame in batches:
+        table.append(frame.to_arrow())
+    return table
