@@ -88,6 +88,8 @@ class DataCoolieTranslator:
             metadata[constants.STAGE] = table.first.stage
         if table.path:
             metadata["dagster/uri"] = _absolute(table.path)
+        elif destination.connection.format == "iceberg":  # located by its catalog (docs/iceberg.md)
+            metadata["dagster/uri"] = _iceberg_uri(destination.connection, destination.schema_name, destination.table)
         if destination.merge_keys:
             metadata[constants.MERGE_KEYS] = destination.merge_keys_extended
         watermarks = sorted({c for d in table.dataflows for c in d.source.watermark_columns})
@@ -213,3 +215,9 @@ def _short(detail: str | None) -> str | None:
 def metadata_dict(values: Mapping[str, Any]) -> dict[str, Any]:
     """Drop ``None`` values (Dagster metadata has no null)."""
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _iceberg_uri(connection: Any, schema_name: str | None, table: str) -> str:
+    """``iceberg://<catalog>/<namespace>.<table>`` of a table whose location only its catalog knows."""
+    namespace = ".".join(p for p in (connection.database, schema_name) if p)
+    return f"iceberg://{connection.catalog or connection.name}/{namespace}.{table}"
