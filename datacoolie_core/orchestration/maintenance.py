@@ -33,7 +33,7 @@ MAINTAINABLE_FORMATS = ("delta",)
 
 
 class MaintenanceNotSupportedError(DestinationError, TerminalError):
-    """The destination's format has no table maintenance (flat files, Iceberg)."""
+    """The destination's format has no table maintenance (flat files)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,12 @@ def run_maintenance_target(
     if dataflow_run_id is not None:
         runtime.dataflow_run_id = dataflow_run_id
     runtime.status = "running"
+    if dataflow.destination.connection.format == "iceberg":  # expire snapshots only (pyiceberg 0.12)
+        from datacoolie_core.destinations.iceberg_maintenance import run_iceberg_maintenance
+
+        return run_iceberg_maintenance(
+            dataflow, runtime, do_compact=do_compact, do_cleanup=do_cleanup, retention_hours=retention_hours
+        )
     try:
         table = _open_supported_table(dataflow)
     except DestinationError as e:

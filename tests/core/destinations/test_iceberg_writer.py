@@ -279,3 +279,37 @@ def test_timestamps_are_written_in_microseconds_utc(tmp_path: Path) -> None:
     assert back["ns"][0] == rows["ns"][0]  # the same instant (aware datetimes compare in UTC)
     assert back["ns"][0].microsecond == 123456
     assert back["small"].to_list() == [7]
+
+
+def test_maintenance_expires_old_snapshots_and_keeps_the_commit_record(tmp_path: Path) -> None:
+    from datacoolie_core.models import DataFlow
+    from datacoolie_core.orchestration.maintenance import run_maintenance_target
+
+    dest = iceberg_destination(tmp_path, load_type="append")
+    for sequence in (1, 2, 3):
+        WRITER.write(pl.DataFrame({"id": [sequence]}), dest, marker=marker(sequence))
+    flow = DataFlow.model_construct(name="orders", dataflow_id="orders", destination=dest, is_active=True)
+    # compact alone: pyiceberg 0.12 cannot, said so, nothing changes
+    runtime = run_maintenance_target(flow, do_compact=True, do_cleanup=False, retention_hours=0)
+    assert runtime.status == "skipped"
+    assert "pyiceberg 0.12 cannot rewrite data files" in runtime.operations["compact"]["skipped"]
+    # cleanup with no retention: every snapshot but the current one is expired
+    runtime = run_maintenance_target(flow, do_compact=True, do_cleanup=True, retention_hours=0)
+    assert runtime.status == "succeeded", runtime.error_message
+    assert runtime.operations["cleanup"]["snapshots_expired"] == 2
+    table = load_table(tmp_path, "silver", "orders")
+    assert len(table.snapshots()) == 1
+    assert orders(tmp_path)["id"].to_list() == [1, 2, 3]  # the data is intact
+    assert WRITER.log_state(dest, APP).sequence == 3
+    # a long retention expires nothing
+    runtime = run_maintenance_target(flow, do_compact=False, do_cleanup=True, retention_hours=24)
+    assert runtime.operations["cleanup"]["snapshots_expired"] == 0
+
+
+def test_catalog_properties_are_known_to_validation() -> None:
+    from datacoolie_core.metadata import validate_document
+
+    doc = {"connections": [{"name": "lake", "format": "iceberg", "configure": {"catalog_propertes": {}}}]}
+    (issue,) = validate_document(doc).issues
+    assert issue.path == "connections[0].configure.catalog_propertes"
+    assert "did you mean 'catalog_properties'?" in issue.message
