@@ -96,8 +96,8 @@ def evolve_schema(tx: Transaction, frame: pl.DataFrame, *, drop_missing: bool = 
                 update.move_after(name, before)
             return
         anchor = next((c for c in current if c in fc.TRAILING_COLUMNS), None)
-        for name in new if anchor else []:
-            if name not in fc.TRAILING_COLUMNS:
+        for name in new:
+            if anchor is not None and name not in fc.TRAILING_COLUMNS:
                 update.move_before(name, anchor)
 
 
@@ -246,11 +246,14 @@ def key_filter(keys: pl.DataFrame) -> BooleanExpression:
     names = keys.columns
     if len(names) == 1:
         values = keys[names[0]].drop_nulls().unique().to_list()
-        parts: list[BooleanExpression] = [In(names[0], values)] if values else []
+        parts: list[BooleanExpression] = [In(term=names[0], literals=values)] if values else []
         if keys[names[0]].null_count():
             parts.append(_equals(names[0], None))
         return functools.reduce(operator.or_, parts) if parts else AlwaysFalse()
-    rows = [functools.reduce(operator.and_, (_equals(k, v) for k, v in row.items())) for row in keys.unique().iter_rows(named=True)]
+    rows = [
+        functools.reduce(operator.and_, (_equals(k, v) for k, v in row.items()))
+        for row in keys.unique().iter_rows(named=True)
+    ]
     if not rows:
         return AlwaysFalse()
     return rows[0] if len(rows) == 1 else Or(*rows)
@@ -259,7 +262,7 @@ def key_filter(keys: pl.DataFrame) -> BooleanExpression:
 def _equals(name: str, value: Any) -> BooleanExpression:
     from pyiceberg.expressions import EqualTo, IsNull
 
-    return IsNull(name) if value is None else EqualTo(name, value)
+    return IsNull(term=name) if value is None else EqualTo(term=name, value=value)
 
 
 def window_filter(window: ReplaceWindow) -> BooleanExpression:
@@ -269,9 +272,9 @@ def window_filter(window: ReplaceWindow) -> BooleanExpression:
     parts: list[BooleanExpression] = []
     for name, (lower, upper) in window.bounds.items():
         if lower is not None:
-            parts.append(GreaterThan(name, lower))
+            parts.append(GreaterThan(term=name, value=lower))
         if upper is not None:
-            parts.append(LessThanOrEqual(name, upper))
+            parts.append(LessThanOrEqual(term=name, value=upper))
     return functools.reduce(operator.and_, parts) if parts else AlwaysTrue()
 
 

@@ -11,6 +11,7 @@ property, which expiring snapshots keeps: exactly-once bookkeeping survives a cl
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -21,6 +22,8 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, utc_now
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table
+
+logger = logging.getLogger("datacoolie.maintenance")
 
 COMPACT_UNSUPPORTED = "pyiceberg 0.12 cannot rewrite data files; compact Iceberg tables with Spark or another engine"
 
@@ -38,7 +41,7 @@ def run_iceberg_maintenance(
                 runtime.finish("skipped", reason=f"Iceberg table '{'.'.join(ident)}' does not exist yet")
                 return runtime
             if do_compact:
-                runtime.operations["compact"] = {"skipped": COMPACT_UNSUPPORTED}
+                logger.warning("Iceberg table '%s': compact skipped: %s", ".".join(ident), COMPACT_UNSUPPORTED)
             if do_cleanup:
                 _expire(table, runtime, retention_hours)
     except Exception as e:
@@ -46,7 +49,8 @@ def run_iceberg_maintenance(
         runtime.finish("failed", error=e)
         return runtime
     if not do_cleanup:
-        runtime.finish("skipped", reason="no Iceberg maintenance to do (compact is not supported by pyiceberg 0.12)")
+        reason = f"compact skipped: {COMPACT_UNSUPPORTED}" if do_compact else "no maintenance operation requested"
+        runtime.finish("skipped", reason=reason)
         return runtime
     runtime.destination.operation_type = "cleanup"
     runtime.finish("succeeded")

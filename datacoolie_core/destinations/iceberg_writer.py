@@ -202,14 +202,17 @@ def app_commits(table: Table, app_id: str) -> list[AppCommit]:
     commits: dict[int, AppCommit] = {}
     for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
         summary = snapshot.summary
-        if summary is None or summary.get(META_APP_ID) != app_id or summary.get(META_SEQUENCE) is None:
+        text = None if summary is None or summary.get(META_APP_ID) != app_id else summary.get(META_SEQUENCE)
+        if summary is None or text is None:
             continue
-        sequence = int(summary[META_SEQUENCE])
+        sequence = int(text)
         commits.setdefault(sequence, AppCommit(sequence, snapshot.sequence_number or 0, summary.get(META_WATERMARK)))
     record = last_commit(table, app_id)
     if record is not None and int(record["sequence"]) not in commits:  # its snapshots were expired
         sequence = int(record["sequence"])
-        commits[sequence] = AppCommit(sequence, table.metadata.last_sequence_number, record.get("watermark"))
+        current = table.current_snapshot()
+        version = 0 if current is None else current.sequence_number or 0
+        commits[sequence] = AppCommit(sequence, version, record.get("watermark"))
     return sorted(commits.values(), key=lambda c: c.sequence, reverse=True)
 
 

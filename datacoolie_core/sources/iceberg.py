@@ -80,7 +80,7 @@ def read_table(
     with ic.translate_errors(table.name(), source=True):
         if snapshot is None:  # a table with no data yet: its columns, no rows
             return pl.from_arrow(table.schema().as_arrow().empty_table()).lazy(), action  # type: ignore[union-attr]
-        scan = table.scan(snapshot_id=snapshot.snapshot_id, **({"row_filter": row_filter} if row_filter else {}))
+        scan = table.scan(snapshot_id=snapshot.snapshot_id, row_filter=row_filter if row_filter is not None else "True")
         frame = pl.from_arrow(scan.to_arrow())
     assert isinstance(frame, pl.DataFrame)
     return frame.lazy(), action
@@ -114,8 +114,8 @@ def _comparison(comparison: Comparison, schema: pl.Schema, label: str, window: W
     if not isinstance(dtype, pl.String | pl.Datetime | pl.Date | pl.Decimal) and not dtype.is_numeric():
         return None
     op, value = typed_bound(comparison.op, comparison.value, dtype, column=name, label=label)
-    node = {">": GreaterThan, ">=": GreaterThanOrEqual, "<": LessThan, "<=": LessThanOrEqual}[op]
-    return node(name, value)
+    node: Any = {">": GreaterThan, ">=": GreaterThanOrEqual, "<": LessThan, "<=": LessThanOrEqual}[op]
+    return node(term=name, value=value)
 
 
 def _snapshot_option(source: Source, label: str) -> int | None:

@@ -84,7 +84,8 @@ def test_materializing_writes_the_iceberg_tables(tmp_path: Path) -> None:
         assert result.success
         assert materialized(result) == [("lake/bronze/orders", None), ("lake/silver/orders", None)]
         event = instance.get_latest_materialization_event(key("lake/silver/orders"))
-        assert event is not None and event.asset_materialization is not None
+        assert event is not None
+        assert event.asset_materialization is not None
         assert event.asset_materialization.metadata["datacoolie/rows_inserted"].value == 2
     for table in ("bronze", "silver"):
         rows = read_back(tmp_path, table, "orders", by=("order_id",)).select(ORDERS_EU.columns)

@@ -24,13 +24,21 @@ def catalog_configure(root: Path, *, uri: str | None = None) -> dict[str, Any]:
 
 def iceberg_connection(root: Path, name: str = "lake", **extra: Any) -> dict[str, Any]:
     """A connection entry of a metadata document."""
-    return {"name": name, "connection_type": "lakehouse", "format": "iceberg", "configure": catalog_configure(root) | extra}
+    return {
+        "name": name,
+        "connection_type": "lakehouse",
+        "format": "iceberg",
+        "configure": catalog_configure(root) | extra,
+    }
 
 
 def load_table(root: Path, *ident: str, uri: str | None = None, catalog_name: str = "lake") -> Table:
     """The table, loaded by a catalog of its own (the SQL catalog keys its tables by catalog name)."""
     catalog = load_catalog(
-        catalog_name, type="sql", uri=uri or f"sqlite:///{root / 'catalog' / 'catalog.db'}", warehouse=f"file://{root / 'lake'}"
+        catalog_name,
+        type="sql",
+        uri=uri or f"sqlite:///{root / 'catalog' / 'catalog.db'}",
+        warehouse=f"file://{root / 'lake'}",
     )
     return catalog.load_table(ident)
 
@@ -46,7 +54,10 @@ def seed_catalog(root: Path, catalog_name: str = "src") -> Any:
     """A SQL catalog under ``root`` (as :func:`catalog_configure` describes it), made by pyiceberg alone."""
     (root / "catalog").mkdir(parents=True, exist_ok=True)
     return load_catalog(
-        catalog_name, type="sql", uri=f"sqlite:///{root / 'catalog' / 'catalog.db'}", warehouse=f"file://{root / 'lake'}"
+        catalog_name,
+        type="sql",
+        uri=f"sqlite:///{root / 'catalog' / 'catalog.db'}",
+        warehouse=f"file://{root / 'lake'}",
     )
 
 

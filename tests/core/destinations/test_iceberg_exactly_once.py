@@ -99,7 +99,9 @@ def test_crash_after_commit_before_watermark_save_neither_loses_nor_duplicates(t
     assert (info.status, info.skip_reason) == ("skipped", "no new source rows")
     assert watermarks.get_watermark(str(dataflow.dataflow_id)) == {"updated_at": T0 + timedelta(minutes=30)}
     assert rows(tmp_path) == EXPECTED[load_type]
-    record = json.loads(load_table(tmp_path, "silver", "orders").properties[f"datacoolie.commit.datacoolie:{dataflow.dataflow_id}"])
+    record = json.loads(
+        load_table(tmp_path, "silver", "orders").properties[f"datacoolie.commit.datacoolie:{dataflow.dataflow_id}"]
+    )
     assert record["sequence"] == 2
 
 

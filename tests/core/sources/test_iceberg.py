@@ -60,8 +60,12 @@ def test_incremental_reads_compare_in_the_columns_type(tmp_path: Path) -> None:
     ],
     ids=["date", "int", "naive-timestamp"],
 )
-def test_watermark_types(tmp_path: Path, values: list[Any], dtype: pl.DataType, stored: Any, expected: list[int]) -> None:
-    seed_table(tmp_path, ("sales", "orders"), pl.DataFrame({"id": [1, 2, 3], "w": values}, schema_overrides={"w": dtype}))
+def test_watermark_types(
+    tmp_path: Path, values: list[Any], dtype: pl.DataType, stored: Any, expected: list[int]
+) -> None:
+    seed_table(
+        tmp_path, ("sales", "orders"), pl.DataFrame({"id": [1, 2, 3], "w": values}, schema_overrides={"w": dtype})
+    )
     result = read_ok(source(tmp_path, watermark_columns=["W"]), {"w": stored})  # names resolve ignoring case
     assert result.data["id"].to_list() == expected
     assert result.runtime.watermark_after == {"w": values[-1]}
@@ -132,9 +136,15 @@ def test_query_mode_over_the_connections_tables(tmp_path: Path) -> None:
     [
         ({"table": "order"}, r"no Iceberg table 'sales.order' in catalog 'src'; did you mean 'sales.orders'\?"),
         ({"schema_name": None}, r"source table 'orders' on Iceberg connection 'src' has no namespace"),
-        ({"configure": {"read_options": {"snapshot": 1}}}, r"unknown Iceberg read option 'snapshot'; did you mean 'snapshot_id'"),
+        (
+            {"configure": {"read_options": {"snapshot": 1}}},
+            r"unknown Iceberg read option 'snapshot'; did you mean 'snapshot_id'",
+        ),
         ({"configure": {"read_options": {"snapshot_id": 42}}}, r"snapshot_id 42 is not a snapshot of the table"),
-        ({"watermark_columns": ["updatd_at"]}, r"the source lacks 'updatd_at' \(source.watermark_columns; did you mean 'updated_at'\?\)"),
+        (
+            {"watermark_columns": ["updatd_at"]},
+            r"the source lacks 'updatd_at' \(source.watermark_columns; did you mean 'updated_at'\?\)",
+        ),
     ],
     ids=["table-typo", "no-namespace", "option-typo", "expired-snapshot", "watermark-typo"],
 )
