@@ -38,7 +38,8 @@ def materialization_metadata(
     }
     versions = [d.table_version for d in destination if d.table_version is not None]
     if versions:
-        metadata[constants.DELTA_VERSION] = max(versions)
+        iceberg = table.first.destination.connection.format == "iceberg"
+        metadata[constants.ICEBERG_SEQUENCE_NUMBER if iceberg else constants.DELTA_VERSION] = max(versions)
     if table.first.destination.connection.format == "delta":
         metadata.update(delta_table_metadata(table.path, columns))
     return metadata

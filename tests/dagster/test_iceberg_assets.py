@@ -15,7 +15,7 @@ import dagster as dg
 import polars as pl
 
 from tests.dagster.conftest import ORDERS_EU, definitions, key, land, materialize, materialized
-from tests.support.iceberg import iceberg_connection, read_back
+from tests.support.iceberg import iceberg_connection, load_table, read_back
 
 
 def write_document(root: Path, *, base_path: bool = True) -> Path:
@@ -86,7 +86,12 @@ def test_materializing_writes_the_iceberg_tables(tmp_path: Path) -> None:
         event = instance.get_latest_materialization_event(key("lake/silver/orders"))
         assert event is not None
         assert event.asset_materialization is not None
-        assert event.asset_materialization.metadata["datacoolie/rows_inserted"].value == 2
+        recorded = event.asset_materialization.metadata
+        assert recorded["datacoolie/rows_inserted"].value == 2
+        silver = load_table(tmp_path, "silver", "orders").current_snapshot()
+        assert silver is not None
+        assert recorded["datacoolie/iceberg_sequence_number"].value == silver.sequence_number
+        assert "datacoolie/delta_version" not in recorded
     for table in ("bronze", "silver"):
         rows = read_back(tmp_path, table, "orders", by=("order_id",)).select(ORDERS_EU.columns)
         expected = ORDERS_EU.with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
