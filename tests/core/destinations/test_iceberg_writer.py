@@ -318,3 +318,13 @@ def test_catalog_properties_are_known_to_validation() -> None:
     (issue,) = validate_document(doc).issues
     assert issue.path == "connections[0].configure.catalog_propertes"
     assert "did you mean 'catalog_properties'?" in issue.message
+
+
+def test_a_rest_catalog_is_configuration_only_and_its_credential_stays_out_of_errors(tmp_path: Path) -> None:
+    rest = {"type": "rest", "uri": "http://127.0.0.1:9", "credential": "client:t0p-secret"}  # nothing listens
+    dest = iceberg_destination(tmp_path, load_type="append", connection={"catalog_properties": rest})
+    with pytest.raises(
+        DestinationError, match=r"cannot load Iceberg catalog 'lake': ConnectionError: .*127\.0\.0\.1"
+    ) as raised:
+        WRITER.write(pl.DataFrame({"id": [1]}), dest, marker=marker(1))
+    assert "t0p-secret" not in str(raised.value)
