@@ -84,7 +84,7 @@ class IcebergWriter:
             if table is not None and record is not None and int(record["sequence"]) >= marker.sequence:
                 return _recovered(destination, table, int(record["sequence"]))
             rows = iceberg_frame(frame)
-            tx = table.transaction() if table is not None else _create(catalog, ident, rows, destination)
+            tx = fail_fast(table).transaction() if table is not None else _create(catalog, ident, rows, destination)
             target = _target(rows, destination, table, tx, marker, window)
             info = strategy(rows, target)
             tx.set_properties({COMMIT_PROPERTY + marker.app_id: _record(marker)})
@@ -109,6 +109,23 @@ def _strategy(load_type: str) -> Any:
             f"unknown load_type '{load_type}'{did_you_mean(load_type, ICEBERG_STRATEGIES)} "
             f"(known: {', '.join(ICEBERG_STRATEGIES)})"
         ) from None
+
+
+def fail_fast(table: Table) -> Table:
+    """``table`` whose commits fail on a concurrent commit instead of being rebased onto it.
+
+    pyiceberg 0.12 retries a conflicting commit by rebuilding its snapshots on the new head. That is
+    wrong here: a merge's rows were computed from the snapshot read (``__created_at``, the scd2 plan)
+    and the exactly-once check ran against it. The retry count is read from the metadata the
+    transaction starts from, so it is set to 0 there, in memory only: commits send explicit updates,
+    and the catalog applies them to its own current metadata (nothing of this reaches the table).
+    """
+    from pyiceberg.table import Table as IcebergTable
+    from pyiceberg.table import TableProperties
+
+    properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+    metadata = table.metadata.model_copy(update={"properties": properties})
+    return IcebergTable(table.name(), metadata, table.metadata_location, table.io, table.catalog)
 
 
 def _create(catalog: Catalog, ident: tuple[str, ...], rows: pl.DataFrame, destination: Destination) -> Transaction:

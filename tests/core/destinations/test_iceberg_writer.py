@@ -328,3 +328,34 @@ def test_a_rest_catalog_is_configuration_only_and_its_credential_stays_out_of_er
     ) as raised:
         WRITER.write(pl.DataFrame({"id": [1]}), dest, marker=marker(1))
     assert "t0p-secret" not in str(raised.value)
+
+
+def test_merge_upsert_into_a_partitioned_table(tmp_path: Path) -> None:
+    dest = iceberg_destination(tmp_path, load_type="merge_upsert", merge_keys=["id"], partition_columns=["region"])
+    WRITER.write(pl.DataFrame({"id": [1, 2, 3], "region": ["eu", "us", "eu"], "v": [1, 2, 3]}), dest, marker=marker(1))
+    # key 1 updated in place; key 2 moves region: merge keys are extended with the partition column
+    # (M-28), so the moved row is a new row beside the old one, as on Delta
+    info = WRITER.write(pl.DataFrame({"id": [1, 2], "region": ["eu", "eu"], "v": [10, 20]}), dest, marker=marker(2))
+    expected = pl.DataFrame({"id": [1, 2, 2, 3], "region": ["eu", "eu", "us", "eu"], "v": [10, 20, 2, 3]})
+    assert_frame_equal(orders(tmp_path, "id", "region"), expected)
+    assert (info.rows_updated, info.rows_inserted) == (1, 1)
+
+
+def test_a_concurrent_commit_is_a_retryable_conflict_never_a_rebase(tmp_path: Path) -> None:
+    from datacoolie_core.destinations import iceberg_catalog as ic
+    from datacoolie_core.destinations.iceberg_writer import fail_fast
+    from datacoolie_core.errors import CommitConflictError, TransientError
+
+    dest = iceberg_destination(tmp_path, load_type="append")
+    WRITER.write(pl.DataFrame({"id": [1]}), dest, marker=marker(1))
+    stale = load_table(tmp_path, "silver", "orders")  # our view, then another writer commits
+    WRITER.write(pl.DataFrame({"id": [2]}), dest, marker=marker(2))
+    tx = fail_fast(stale).transaction()
+    tx.append(pl.DataFrame({"id": [3]}).to_arrow())
+    with pytest.raises(CommitConflictError, match="another writer committed concurrently") as raised:
+        with ic.translate_errors(("silver", "orders")):
+            tx.commit_transaction()
+    assert isinstance(raised.value, TransientError)
+    table = load_table(tmp_path, "silver", "orders")
+    assert orders(tmp_path)["id"].to_list() == [1, 2]
+    assert "commit.retry.num-retries" not in table.properties  # set in memory only
