@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
+import pyarrow as pa
 
 from datacoolie_core import columns as fc
 from datacoolie_core.destinations.base import ReplaceWindow
@@ -75,6 +76,26 @@ def iceberg_frame(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def arrow_rows(frame: pl.DataFrame, tx: Transaction) -> pa.Table:
+    """``frame`` as Arrow, its columns non-nullable where the table requires them (Polars exports all nullable).
+
+    Raises:
+        DestinationError: a column the table requires (``NOT NULL``) has nulls in the batch.
+    """
+    rows = frame.to_arrow()
+    required = {f.name for f in tx.table_metadata.schema().fields if f.required} & set(rows.column_names)
+    if not required:
+        return rows
+    nulls = sorted(name for name in required if rows.column(name).null_count)
+    if nulls:
+        raise DestinationError(
+            f"the Iceberg table requires {', '.join(nulls)} (NOT NULL) but the batch has nulls there; "
+            "filter or fill them upstream (transform.value_rules fill_null)"
+        )
+    fields = [f.with_nullable(False) if f.name in required else f for f in rows.schema]
+    return rows.cast(pa.schema(fields, metadata=rows.schema.metadata))
+
+
 def evolve_schema(tx: Transaction, frame: pl.DataFrame, *, drop_missing: bool = False) -> None:
     """Add the batch's new columns (and, ``drop_missing``, drop the columns it lacks) in ``tx``.
 
@@ -87,7 +108,7 @@ def evolve_schema(tx: Transaction, frame: pl.DataFrame, *, drop_missing: bool = 
     if not new and not gone and (not drop_missing or current == frame.columns):
         return
     with tx.update_schema() as update:
-        update.union_by_name(frame.to_arrow().schema)
+        update.union_by_name(arrow_rows(frame, tx).schema)
         for name in gone:
             update.delete_column(name)
         if drop_missing:
@@ -104,7 +125,7 @@ def evolve_schema(tx: Transaction, frame: pl.DataFrame, *, drop_missing: bool = 
 def append(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRuntimeInfo:
     """D-06: add the rows; new columns join the schema, missing ones read as null."""
     evolve_schema(target.tx, frame)
-    target.tx.append(frame.to_arrow(), snapshot_properties=target.properties)
+    target.tx.append(arrow_rows(frame, target.tx), snapshot_properties=target.properties)
     return DestinationRuntimeInfo(rows_written=frame.height, rows_inserted=frame.height)
 
 
@@ -112,9 +133,9 @@ def overwrite(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRuntimeI
     """D-07: replace rows and schema; earlier snapshots stay readable until they are expired."""
     evolve_schema(target.tx, frame, drop_missing=target.table is not None)
     if target.table is None:
-        target.tx.append(frame.to_arrow(), snapshot_properties=target.properties)
+        target.tx.append(arrow_rows(frame, target.tx), snapshot_properties=target.properties)
     else:
-        target.tx.overwrite(frame.to_arrow(), snapshot_properties=target.properties)
+        target.tx.overwrite(arrow_rows(frame, target.tx), snapshot_properties=target.properties)
     return DestinationRuntimeInfo(rows_written=frame.height, rows_inserted=frame.height)
 
 
@@ -133,7 +154,7 @@ def merge_upsert(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRunti
             batch = _keep_created_at(batch, stored, keys)
         if stored.height:
             target.tx.delete(match, snapshot_properties=target.properties)
-    target.tx.append(batch.to_arrow(), snapshot_properties=target.properties)
+    target.tx.append(arrow_rows(batch, target.tx), snapshot_properties=target.properties)
     return DestinationRuntimeInfo(rows_written=batch.height, rows_inserted=batch.height - updated, rows_updated=updated)
 
 
@@ -157,7 +178,7 @@ def merge_overwrite(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRu
         deleted = count_rows(target.table, condition)
         if deleted:
             target.tx.delete(condition, snapshot_properties=target.properties)
-    target.tx.append(frame.to_arrow(), snapshot_properties=target.properties)
+    target.tx.append(arrow_rows(frame, target.tx), snapshot_properties=target.properties)
     return DestinationRuntimeInfo(rows_written=frame.height, rows_inserted=frame.height, rows_deleted=deleted)
 
 
@@ -174,7 +195,7 @@ def scd2(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRuntimeInfo:
         target.tx.delete(_instants(plan, keys), snapshot_properties=target.properties)
         rows = pl.concat([rows, rewritten], how="diagonal_relaxed")
     if rows.height:
-        target.tx.append(rows.to_arrow(), snapshot_properties=target.properties)
+        target.tx.append(arrow_rows(rows, target.tx), snapshot_properties=target.properties)
     return DestinationRuntimeInfo(
         rows_written=rows.height,
         rows_inserted=plan.inserts.height,

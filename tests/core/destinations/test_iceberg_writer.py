@@ -359,3 +359,28 @@ def test_a_concurrent_commit_is_a_retryable_conflict_never_a_rebase(tmp_path: Pa
     table = load_table(tmp_path, "silver", "orders")
     assert orders(tmp_path)["id"].to_list() == [1, 2]
     assert "commit.retry.num-retries" not in table.properties  # set in memory only
+
+
+def test_a_table_with_not_null_columns_made_by_another_engine(tmp_path: Path) -> None:
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+
+    from tests.support.iceberg import seed_catalog
+
+    catalog = seed_catalog(tmp_path, "lake")
+    catalog.create_namespace("silver")
+    required_id = NestedField(1, "id", LongType(), required=True)
+    catalog.create_table(("silver", "orders"), schema=Schema(required_id, NestedField(2, "name", StringType())))
+    dest = iceberg_destination(tmp_path, load_type="merge_upsert", merge_keys=["id"])
+    # Polars exports every column nullable: the batch is aligned with the table's NOT NULL columns
+    WRITER.write(pl.DataFrame({"id": [1, 2], "name": ["a", "b"]}), dest, marker=marker(1))
+    WRITER.write(pl.DataFrame({"id": [2], "name": ["B"], "score": [1.5]}), dest, marker=marker(2))
+    expected = pl.DataFrame({"id": [1, 2], "name": ["a", "B"], "score": [None, 1.5]})
+    assert_frame_equal(orders(tmp_path), expected)
+    assert load_table(tmp_path, "silver", "orders").schema().find_field("id").required  # not relaxed
+    with pytest.raises(DestinationError, match=r"requires id \(NOT NULL\) but the batch has nulls"):
+        WRITER.write(
+            pl.DataFrame({"id": [None], "name": ["n"]}, schema={"id": pl.Int64, "name": pl.String}),
+            dest,
+            marker=marker(3),
+        )
