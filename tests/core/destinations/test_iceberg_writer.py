@@ -352,9 +352,9 @@ def test_a_concurrent_commit_is_a_retryable_conflict_never_a_rebase(tmp_path: Pa
     WRITER.write(pl.DataFrame({"id": [2]}), dest, marker=marker(2))
     tx = fail_fast(stale).transaction()
     tx.append(pl.DataFrame({"id": [3]}).to_arrow())
-    with pytest.raises(CommitConflictError, match="another writer committed concurrently") as raised:
-        with ic.translate_errors(("silver", "orders")):
-            tx.commit_transaction()
+    conflict = pytest.raises(CommitConflictError, match="another writer committed concurrently")
+    with conflict as raised, ic.translate_errors(("silver", "orders")):
+        tx.commit_transaction()
     assert isinstance(raised.value, TransientError)
     table = load_table(tmp_path, "silver", "orders")
     assert orders(tmp_path)["id"].to_list() == [1, 2]
