@@ -151,11 +151,23 @@ def translate_errors(ident: tuple[str, ...], *, source: bool = False) -> Iterato
 
 
 def _redacted(text: str, properties: Mapping[str, Any]) -> str:
-    """``text`` without the values of secret-looking properties (a credential in a URI included)."""
-    for key, value in properties.items():
-        if any(word in key.lower() for word in ("secret", "password", "token", "credential", "key")) and value:
-            text = text.replace(str(value), "***")
-        parsed = urlparse(str(value))
-        if parsed.password:
-            text = text.replace(parsed.password, "***")
+    """``text`` without the values of :func:`catalog_secrets` of ``properties``."""
+    for secret in catalog_secrets(properties):
+        text = text.replace(secret, "***")
     return text
+
+
+SECRET_WORDS = ("secret", "password", "token", "credential", "key")
+"""A catalog property whose name holds one of these words is a secret (``credential``, ``s3.secret-access-key``)."""
+
+
+def catalog_secrets(properties: Mapping[str, Any]) -> set[str]:
+    """The secret values of catalog properties: secret-named ones, and the password of any URI."""
+    found: set[str] = set()
+    for key, value in properties.items():
+        if value and any(word in key.lower() for word in SECRET_WORDS):
+            found.add(str(value))
+        password = urlparse(str(value)).password if isinstance(value, str) and "://" in value else None
+        if password:
+            found.add(password)
+    return found

@@ -384,3 +384,20 @@ def test_a_table_with_not_null_columns_made_by_another_engine(tmp_path: Path) ->
             dest,
             marker=marker(3),
         )
+
+
+def test_catalog_credentials_are_registered_secrets() -> None:
+    from datacoolie_core.secrets import secret_values
+
+    properties = {
+        "type": "rest",
+        "uri": "https://user:uri-pw@catalog.example.com/api",
+        "credential": "client:cred-secret",
+        "s3.secret-access-key": "s3-secret",
+        "warehouse": "analytics",
+    }
+    connection = Connection.model_validate(
+        {"name": "lake", "format": "iceberg", "configure": {"catalog_properties": properties}}
+    )
+    assert secret_values(connection) == {"uri-pw", "client:cred-secret", "s3-secret"}
+    assert "cred-secret" not in repr(connection)
