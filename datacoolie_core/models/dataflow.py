@@ -279,6 +279,8 @@ class Destination(ConnectionRef):
             return f"table:{self.full_table_name.lower()}"
         if self.path:
             return f"path:{self.path.rstrip('/').lower()}"
+        if conn.format == "iceberg":  # named by its catalog, whose name defaults to the connection's
+            return f"table:`{conn.name.lower()}`.{self.full_table_name.lower()}"
         raise ValueError(f"destination '{self.table}' has neither a catalog/database nor a base_path")
 
 

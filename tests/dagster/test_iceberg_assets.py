@@ -13,17 +13,19 @@ from typing import Any
 
 import dagster as dg
 import polars as pl
+import pytest
 
 from tests.dagster.conftest import ORDERS_EU, definitions, key, land, materialize, materialized
 from tests.support.iceberg import iceberg_connection, load_table, read_back
 
 
-def write_document(root: Path, *, base_path: bool = True) -> Path:
+def write_document(root: Path, *, base_path: bool = True, catalog: str | None = None) -> Path:
     lake = iceberg_connection(root)
     if not base_path:
         lake["configure"].pop("base_path")
-        lake["catalog"] = "lake"  # the table's identity is then its catalog name (M-30)
         lake["configure"]["catalog_properties"]["warehouse"] = f"file://{root / 'warehouse'}"
+    if catalog:
+        lake["catalog"] = catalog
     document: dict[str, Any] = {
         "connections": [
             {"name": "landing", "format": "parquet", "configure": {"base_path": str(root / "lake" / "landing")}},
@@ -70,9 +72,12 @@ def test_iceberg_tables_are_assets_with_the_iceberg_kind_and_their_uri(tmp_path:
     assert {d.asset_key for d in bronze.deps} == {key("landing/sales/orders_eu")}
 
 
-def test_without_base_path_the_uri_names_the_catalog_table(tmp_path: Path) -> None:
-    built = specs(definitions(tmp_path, write_document(tmp_path, base_path=False)))
-    assert built["lake/bronze/orders"].metadata["dagster/uri"] == "iceberg://lake/bronze.orders"
+@pytest.mark.parametrize(
+    ("catalog", "uri"), [(None, "iceberg://lake/bronze.orders"), ("prod", "iceberg://prod/bronze.orders")]
+)
+def test_without_base_path_the_uri_names_the_catalog_table(tmp_path: Path, catalog: str | None, uri: str) -> None:
+    built = specs(definitions(tmp_path, write_document(tmp_path, base_path=False, catalog=catalog)))
+    assert built["lake/bronze/orders"].metadata["dagster/uri"] == uri
     assert built["lake/bronze/orders"].kinds == {"polars", "iceberg"}
 
 
