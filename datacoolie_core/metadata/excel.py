@@ -103,7 +103,7 @@ class _SheetLayout:
 
 def _layouts() -> dict[str, _SheetLayout]:
     connection = _SheetLayout({f: (f,) for f in _fields(Connection)}, ("configure",))
-    columns = {f: (f,) for f in _fields(DataFlow)}
+    columns: dict[str, tuple[str, ...]] = {f: (f,) for f in _fields(DataFlow)}
     for prefix, model in (("source", Source), ("destination", Destination), ("transform", Transform)):
         columns |= {f"{prefix}_{f}": (prefix, f) for f in _fields(model)}
     dataflow = _SheetLayout(columns, ("configure",))
