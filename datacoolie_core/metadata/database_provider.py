@@ -44,13 +44,7 @@ from datacoolie_core.metadata.file_provider import FileProvider
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
 from datacoolie_core.redaction import mask, register_secret
 
-DATABASE_SCHEMES = ("sqlite", "postgresql")
 WORKSPACE_PARAMETER = "workspace_id"
-
-
-def is_database_url(value: object) -> bool:
-    """Whether a metadata location is a database URL (``sqlite:///…``, ``postgresql[+driver]://…``)."""
-    return isinstance(value, str) and value.split("://", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES and "://" in value
 
 
 class DatabaseProvider(FileProvider):
