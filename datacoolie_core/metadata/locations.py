@@ -76,7 +76,7 @@ def validate_location(location: str) -> ValidatedDocument:
         return load_document(location)
     provider: Any = url_provider(location, Path(tempfile.gettempdir()) / "datacoolie-validate")
     try:
-        return provider._read_document()  # noqa: SLF001 - the document with its issues, not raised
+        return provider._read_document()
     finally:
         provider.close()
 

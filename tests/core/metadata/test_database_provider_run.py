@@ -95,7 +95,8 @@ def test_a_database_url_needs_a_state_path_and_its_password_is_never_shown(
     url = f"postgresql://meta:Sup3r-secret-pw@127.0.0.1:{port}/meta?workspace_id=sales"
     assert main(["run", "--metadata", url]) == 2
     err = capsys.readouterr().err
-    assert "needs a state path (--state-path" in err and "Sup3r-secret-pw" not in err
+    assert "needs a state path (--state-path" in err
+    assert "Sup3r-secret-pw" not in err
     try:
         assert main(["run", "--metadata", url, "--state-path", str(tmp_path / "state"), "--json"]) == 2
         assert main(["validate", url]) == 2
