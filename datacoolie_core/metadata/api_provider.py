@@ -81,7 +81,7 @@ class APIProvider(FileProvider):
         headers = {"X-API-Key": key} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, follow_redirects=False)
 
-    def _read_document(self) -> ValidatedDocument:
+    def read_document(self) -> ValidatedDocument:
         """Fetch and validate the workspace's metadata (:meth:`initialize` calls this once).
 
         Raises:

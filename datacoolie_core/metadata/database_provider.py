@@ -86,7 +86,7 @@ class DatabaseProvider(FileProvider):
 
     # --- metadata -----------------------------------------------------------------------------
 
-    def _read_document(self) -> ValidatedDocument:
+    def read_document(self) -> ValidatedDocument:
         """Read and validate the workspace's rows (:meth:`initialize` calls this once).
 
         Raises:

@@ -84,10 +84,17 @@ class FileProvider:
         """
         with self._lock:
             if self._document is None:
-                self._adopt(self._read_document())
+                self._adopt(self.read_document())
 
-    def _read_document(self) -> ValidatedDocument:
-        """The validated document of this provider's store (a subclass reads an API, a database)."""
+    def read_document(self) -> ValidatedDocument:
+        """Read the store again and validate it; its issues are in the result, not raised.
+
+        What :meth:`initialize` adopts (once) and ``datacoolie validate`` reports. Subclasses read
+        an API or a database here.
+
+        Raises:
+            MetadataError: the store cannot be read at all.
+        """
         return load_document(self.config_path)
 
     def _adopt(self, document: ValidatedDocument) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.metadata.file_provider import FileProvider
@@ -74,9 +73,9 @@ def validate_location(location: str) -> ValidatedDocument:
         from datacoolie_core.metadata.loader import load_document
 
         return load_document(location)
-    provider: Any = url_provider(location, Path(tempfile.gettempdir()) / "datacoolie-validate")
+    provider = url_provider(location, Path(tempfile.gettempdir()) / "datacoolie-validate")
     try:
-        return provider._read_document()
+        return provider.read_document()
     finally:
         provider.close()
 
