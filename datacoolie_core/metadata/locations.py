@@ -17,10 +17,14 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from datacoolie_core.errors import DataCoolieError
-from datacoolie_core.metadata.file_provider import FileProvider
 from datacoolie_core.metadata.validation import ValidatedDocument
+
+if TYPE_CHECKING:
+    from datacoolie_core.metadata.api_provider import APIProvider
+    from datacoolie_core.metadata.database_provider import DatabaseProvider
 
 API_SCHEMES = ("http://", "https://")
 DATABASE_SCHEMES = ("sqlite", "postgresql")
@@ -42,7 +46,7 @@ def is_metadata_url(value: object) -> bool:
     return is_api_url(value) or is_database_url(value)
 
 
-def url_provider(url: str, state_base_path: str | os.PathLike[str] | None) -> FileProvider:
+def url_provider(url: str, state_base_path: str | os.PathLike[str] | None) -> APIProvider | DatabaseProvider:
     """The provider of a metadata API or database URL; its locks and commit journal need a state root.
 
     Raises:

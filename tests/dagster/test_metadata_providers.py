@@ -1,0 +1,111 @@
+"""The code location built from metadata in a database (SQLite) or behind an API: assets, a real
+materialization, watermarks in the provider's store, and a snapshot digest of the parsed document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+import pytest
+import sqlalchemy as sa
+
+from datacoolie_core.metadata.database_provider import DatabaseProvider
+from datacoolie_core.redaction import clear_secrets
+from datacoolie_dagster import build_definitions
+from datacoolie_dagster.location.snapshot import read_snapshot
+from tests.dagster.conftest import LINEAGE, key, land_lineage, materialize, materialized, write_metadata
+from tests.support.api_server import API_KEY, State, serve
+from tests.support.metadata_db import write_metadata_database
+
+WS = "sales"
+BRONZE_ORDERS = "bronze/sales/orders"
+
+
+def metadata_database(root: Path) -> str:
+    """The lineage fixture as rows of a SQLite metadata database; its URL names the workspace."""
+    url = f"sqlite:///{root / 'metadata.db'}"
+    sa.create_engine(url).connect().close()
+    DatabaseProvider(url, state_base_path=root / "state", workspace_id=WS).create_tables()
+    write_metadata_database(json.loads(LINEAGE.read_text()), url, WS)
+    return f"{url}?workspace_id={WS}"
+
+
+def asset_keys(defs: dg.Definitions) -> set[dg.AssetKey]:
+    return set(defs.resolve_asset_graph().get_all_asset_keys())
+
+
+def bronze_orders(root: Path) -> list[int]:
+    return sorted(pl.read_delta(str(root / "lake" / "bronze" / "sales" / "orders"))["order_id"].to_list())
+
+
+@pytest.fixture
+def api(lake: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, State]]:
+    document = json.loads(LINEAGE.read_text())
+    monkeypatch.setenv("DATACOOLIE_METADATA_API_KEY", API_KEY)
+    with serve(State()) as (base, state):
+        state.metadata = {"connections": document["connections"], "dataflows": document["dataflows"],
+                          "schema-hints": document.get("schema_hints", [])}  # fmt: skip
+        yield f"{base}/workspaces/{WS}", state
+    clear_secrets()
+
+
+def test_a_database_code_location_has_the_file_s_assets_and_materializes_one(
+    lake: Path, instance: dg.DagsterInstance
+) -> None:
+    url = metadata_database(lake)
+    defs = build_definitions(url, state_base_path=lake / "state")
+    (lake / "file").mkdir()
+    from_file = build_definitions(write_metadata(lake / "file", LINEAGE), state_base_path=lake / "file-state")
+    assert asset_keys(defs) == asset_keys(from_file)
+
+    land_lineage(lake)
+    result = materialize(defs, instance, [BRONZE_ORDERS])
+    assert result.success
+    assert materialized(result) == [(BRONZE_ORDERS, None)]
+    assert instance.get_latest_materialization_event(key(BRONZE_ORDERS)) is not None
+    assert bronze_orders(lake) == [1, 2, 3]
+    engine = sa.create_engine(url.split("?")[0])
+    with engine.connect() as conn:
+        stored = dict(conn.execute(sa.text("SELECT dataflow_id, current_value FROM dc_framework_watermarks")).all())
+    engine.dispose()
+    assert len(stored) == 2  # the EU and US extracts feeding bronze orders, saved in the database
+    assert all("updated_at" in json.loads(v) for v in stored.values())
+
+
+def test_the_snapshot_digest_of_a_database_follows_its_rows(lake: Path) -> None:
+    url = metadata_database(lake)
+    first = read_snapshot(url, state_base_path=lake / "state")
+    assert read_snapshot(url, state_base_path=lake / "state").digest == first.digest  # same rows, same digest
+    assert first.path.startswith("sqlite:///")
+    assert "workspace_id" not in first.path
+    engine = sa.create_engine(url.split("?")[0])
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE dc_framework_dataflows SET destination_load_type = 'overwrite' "
+                             "WHERE name = 'orders_eu_to_bronze'"))  # fmt: skip
+    engine.dispose()
+    assert read_snapshot(url, state_base_path=lake / "state").digest != first.digest
+
+
+def test_an_api_code_location_materializes_with_watermarks_in_the_api(
+    lake: Path, instance: dg.DagsterInstance, api: tuple[str, State]
+) -> None:
+    url, state = api
+    defs = build_definitions(url, state_base_path=lake / "state")
+    assert key(BRONZE_ORDERS) in asset_keys(defs)
+    land_lineage(lake)
+    result = materialize(defs, instance, [BRONZE_ORDERS])
+    assert result.success
+    assert bronze_orders(lake) == [1, 2, 3]
+    assert len(state.watermarks) == 2
+    assert all("updated_at" in json.loads(w["current_value"]) for w in state.watermarks.values())
+    first = read_snapshot(url, state_base_path=lake / "state").digest
+    state.metadata["dataflows"][0]["description"] = "changed in the API"
+    assert read_snapshot(url, state_base_path=lake / "state").digest != first
+
+
+def test_a_url_without_a_state_path_is_refused_at_load(lake: Path) -> None:
+    with pytest.raises(Exception, match=r"needs a state path \(--state-path / state_base_path\)"):
+        build_definitions(metadata_database(lake))
