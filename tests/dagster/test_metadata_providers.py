@@ -109,3 +109,25 @@ def test_an_api_code_location_materializes_with_watermarks_in_the_api(
 def test_a_url_without_a_state_path_is_refused_at_load(lake: Path) -> None:
     with pytest.raises(Exception, match=r"needs a state path \(--state-path / state_base_path\)"):
         build_definitions(metadata_database(lake))
+
+
+def test_the_component_takes_a_database_url_as_metadata_path(lake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagster.components.testing import create_defs_folder_sandbox
+
+    from datacoolie_dagster import DataCoolieComponent
+
+    url = metadata_database(lake)
+    with create_defs_folder_sandbox() as sandbox:
+        folder = sandbox.scaffold_component(component_cls=DataCoolieComponent, defs_path="datacoolie")
+        (folder / "defs.yaml").write_text(
+            "type: datacoolie_dagster.DataCoolieComponent\n"
+            f'attributes:\n  metadata_path: "{url}"\n  state_base_path: data/state\n  include_sensors: false\n',
+            encoding="utf-8",
+        )
+        monkeypatch.chdir(sandbox.project_root)
+        with sandbox.build_all_defs() as defs:
+            resource = defs.resources["datacoolie"]
+            keys = asset_keys(defs)
+    assert resource.metadata_path == url  # kept as given, not joined to the project root
+    assert resource.state_base_path == str(sandbox.project_root / "data/state")
+    assert key(BRONZE_ORDERS) in keys
