@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from datacoolie_core.metadata.database_provider import DatabaseProvider
 from datacoolie_core.redaction import clear_secrets
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.location.snapshot import read_snapshot
 from tests.dagster.conftest import LINEAGE, key, land_lineage, materialize, materialized, write_metadata
 from tests.support.api_server import API_KEY, State, serve
@@ -73,6 +74,12 @@ def test_a_database_code_location_has_the_file_s_assets_and_materializes_one(
     engine.dispose()
     assert len(stored) == 2  # the EU and US extracts feeding bronze orders, saved in the database
     assert all("updated_at" in json.loads(v) for v in stored.values())
+    feed = FileWatermarkFeed(url, state_base_path=lake / "state")  # what the watermark sensor reads
+    for dataflow_id, text in stored.items():
+        reading = feed.read(dataflow_id)
+        assert reading is not None
+        assert reading.text == text
+        assert reading.writer_run_id is not None  # the settled commit record names the dataflow run
 
 
 def test_the_snapshot_digest_of_a_database_follows_its_rows(lake: Path) -> None:

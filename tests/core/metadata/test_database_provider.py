@@ -243,3 +243,20 @@ def test_a_database_going_away_between_read_and_save_fails_the_save_and_writes_n
         admin.cursor().execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
         admin.close()
     assert manager.get_watermark("d-orders") == {"id": 1}  # nothing was written
+
+
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_the_password_can_stay_out_of_the_url(
+    postgres_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq's PGPASSWORD: the URL (shown in the Dagster UI as resource config) holds no secret."""
+    url = fresh_postgres_database(postgres_server)
+    DatabaseProvider(url, state_base_path=tmp_path, workspace_id=WS).create_tables()
+    seed(url)
+    parsed = sa.engine.make_url(url)
+    monkeypatch.setenv("PGPASSWORD", parsed.password or "")
+    bare = sa.engine.URL.create(parsed.drivername, parsed.username, None, parsed.host, parsed.port, parsed.database)
+    without = bare.render_as_string(hide_password=False)
+    assert ":" not in without.split("//", 1)[1].split("@", 1)[0]  # user only
+    assert [d.name for d in provider(without, tmp_path).get_dataflows()] == ["orders"]
