@@ -19,13 +19,13 @@ never read. Issues of the built document name the table, the row's id and the co
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from datacoolie_core.errors import MetadataIssue
+from datacoolie_core.metadata.origins import column_of, object_row
 
 TABLES = sa.MetaData()
 
@@ -127,30 +127,18 @@ class Built:
 
     def locate(self, issue: MetadataIssue, where: str) -> MetadataIssue:
         """``issue`` with its JSON path replaced by the table, the row id and the column."""
-        match = re.match(r"(connections|dataflows|schema_hints)\[(\d+)\](.*)", issue.path)
-        if not match or int(match[2]) >= len(self.rows.get(match[1], [])):
+        found = object_row(issue.path, self.rows)
+        if found is None:
             return issue
-        section, rest = match[1], match[3]
-        ids = self.rows[section][int(match[2])]
-        hint = re.match(r"\.hints\[(\d+)\](.*)", rest) if section == "schema_hints" else None
-        row_id = ids[int(hint[1])] if hint and int(hint[1]) < len(ids) else ids[0]
-        path = _row(section, row_id) + _column(section, hint[2] if hint else rest)
+        section, row_id, rest = found
+        names = _KEYS[section].c.keys()
+        column, inner = column_of(rest, names, lambda c: c.replace("connection_name", "connection_id"))
+        path = _row(section, row_id) + (f", column {column}" if column else "") + (f", at {inner}" if inner else "")
         return MetadataIssue(path, issue.message, issue.severity, file=where, subject=issue.subject)
 
 
 def _row(section: str, row_id: str) -> str:
     return f"{_KEYS[section].name} ({_ID[section]} '{row_id}')"
-
-
-def _column(section: str, rest: str) -> str:
-    parts = [p for p in re.split(r"[.\[\]]", rest) if p]
-    names = set(_KEYS[section].c.keys())
-    for end in range(len(parts), 0, -1):
-        column = "_".join(parts[:end]).replace("connection_name", "connection_id")
-        if column in names:
-            inner = ".".join(parts[end:])
-            return f", column {column}" + (f", at {inner}" if inner else "")
-    return f", at {rest.lstrip('.')}" if rest else ""
 
 
 def build_document(

@@ -24,7 +24,6 @@ results as cached), the reader DataCoolie uses, so a cell means the same in both
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, time
@@ -33,6 +32,7 @@ from typing import Any
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.limits import MAX_FILE_BYTES
+from datacoolie_core.metadata.origins import column_of, object_row
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
 from datacoolie_core.models.coerce import closest, did_you_mean
 from datacoolie_core.models.connection import Connection
@@ -135,27 +135,17 @@ class ExcelOrigins:
 
     def locate(self, issue: MetadataIssue) -> MetadataIssue:
         """``issue`` with its JSON path replaced by the sheet, row and column it comes from."""
-        match = re.match(r"(connections|dataflows|schema_hints)\[(\d+)\](.*)", issue.path)
-        if not match or int(match[2]) >= len(self.rows.get(match[1], [])):
+        found = object_row(issue.path, self.rows)
+        if found is None:
             return issue
-        section, index, rest = match[1], int(match[2]), match[3]
-        rows = self.rows[section][index]
-        hint = re.match(r"\.hints\[(\d+)\](.*)", rest) if section == "schema_hints" else None
-        row = rows[int(hint[1])] if hint and int(hint[1]) < len(rows) else rows[0]
-        rest = hint[2] if hint else rest
-        where = self._cell(self.sheets[section], row, rest)
+        section, row, rest = found
+        sheet = self.sheets[section]
+        column, inner = column_of(rest, sheet.header)
+        where = f"sheet '{sheet.name}', row {row}"
+        if column is not None:
+            where += f", column '{column}' ({sheet.header[column]}{row})"
+        where += f", at {inner}" if inner else ""
         return MetadataIssue(where, issue.message, issue.severity, file=self.file, subject=issue.subject)
-
-    def _cell(self, sheet: _Sheet, row: int, rest: str) -> str:
-        parts = [p for p in re.split(r"[.\[\]]", rest) if p]
-        for end in range(len(parts), 0, -1):  # the longest column naming a prefix of the path
-            column = "_".join(parts[:end])
-            if column in sheet.header and all(not p.isdigit() for p in parts[:end]):
-                inner = ".".join(parts[end:])
-                tail = f", at {inner}" if inner else ""
-                return f"sheet '{sheet.name}', row {row}, column '{column}' ({sheet.header[column]}{row}){tail}"
-        tail = f", at {rest.lstrip('.')}" if rest else ""
-        return f"sheet '{sheet.name}', row {row}{tail}"
 
 
 def read_excel_metadata(path: str | Path) -> tuple[dict[str, Any], ExcelOrigins]:
