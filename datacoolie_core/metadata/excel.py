@@ -265,7 +265,7 @@ def _build(
         path = layout.path_of(column)
         if path is None:
             continue  # reported with the header
-        value, problem = _convert(values[column], column)
+        value, problem = _convert(values[column], column, open_key=column not in layout.columns)
         if problem:
             where = f"sheet '{sheet.name}', row {row}, column '{column}' ({sheet.header[column]}{row})"
             issues.append(MetadataIssue(where, problem, file=file))
@@ -274,7 +274,12 @@ def _build(
     return obj
 
 
-def _convert(value: Any, column: str) -> tuple[Any, str | None]:
+def _convert(value: Any, column: str, *, open_key: bool = False) -> tuple[Any, str | None]:
+    """A cell's value as the JSON form holds it; ``open_key``: a ``configure_<key>`` column, whose
+    text is JSON when it parses as a JSON object or array (``{year}/{month}`` stays text)."""
+    if open_key and isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        parsed, problem = _json(value, "")
+        return (value, None) if problem else (parsed, None)
     if column in LIST_COLUMNS and isinstance(value, str):
         if value.lstrip().startswith("["):
             return _json(value, 'a JSON array like ["id", "region"] or a comma list like id, region')

@@ -273,3 +273,20 @@ def test_datacoolie_validate_reads_a_workbook(tmp_path: Path, capsys: pytest.Cap
     err = capsys.readouterr().err
     assert f"{bad}: sheet 'dataflows', row 2, column 'source_connection_name' (C2)" in err
     assert "did you mean 'landing'?" in err
+
+
+def test_configure_key_columns_take_json_objects_and_keep_other_text(tmp_path: Path) -> None:
+    connections = [
+        ["name", "format", "configure_base_path", "configure_read_options", "configure_date_folder_partitions"],
+        ["landing", "csv", "./lake/landing", '{"sep": ";"}', "{year}/{month}/{day}"],
+        ["lake", "delta", "./lake/silver", None, None],
+    ]
+    header = [*dataflows()[0], "configure_dagster"]
+    row = ["a", "s", "landing", "a", "lake", "a", "append", '{"max_runs": 2}']
+    provider = FileProvider(workbook(tmp_path, {"connections": connections, "dataflows": [header, row]}))
+    landing = provider.get_connection_by_name("landing")
+    assert landing is not None
+    assert landing.read_options == {"sep": ";"}
+    assert landing.configure.date_folder_partitions == "{year}/{month}/{day}"
+    (dataflow,) = provider.get_dataflows()
+    assert dataflow.configure == {"dagster": {"max_runs": 2}}
