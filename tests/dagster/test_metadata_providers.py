@@ -138,3 +138,23 @@ def test_the_component_takes_a_database_url_as_metadata_path(lake: Path, monkeyp
     assert resource.metadata_path == url  # kept as given, not joined to the project root
     assert resource.state_base_path == str(sandbox.project_root / "data/state")
     assert key(BRONZE_ORDERS) in keys
+
+
+def test_datacoolie_run_with_a_database_records_in_a_dagster_instance(
+    lake: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from datacoolie_core.cli import main
+
+    url = metadata_database(lake)
+    home = lake / "dagster_home"
+    home.mkdir()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.get_runs(limit=1)  # the storages exist before the run's process uses them
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    land_lineage(lake)
+    argv = ["run", "--metadata", url, "--state-path", str(lake / "state"), "--stage", "landing2bronze",
+            "--observer", f"dagster={home}"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    assert "dagster: recorded 2 materialization(s) of 2 table(s)" in capsys.readouterr().err
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.fetch_materializations(key(BRONZE_ORDERS), limit=10).records
