@@ -39,7 +39,6 @@ from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import DataFlow, Destination, Source
 from datacoolie_core.models.transform import SchemaHint, Transform
 
-EXCEL_SUFFIXES = (".xlsx", ".xlsm")
 SHEETS = ("connections", "dataflows", "schema_hints")
 LIST_COLUMNS = frozenset(
     {
@@ -53,29 +52,12 @@ LIST_COLUMNS = frozenset(
     }
 )
 """Columns taking a comma list or a JSON array (DataCoolie's list columns, plus the dedup lists)."""
+_TRANSFORM_OBJECTS = ("additional_columns", "schema_hints", "rename_columns", "value_rules", "hash_columns",
+                      "masking_rules", "configure")  # fmt: skip
 JSON_COLUMNS = frozenset(
-    {
-        "configure",
-        "secrets_ref",
-        "transform",
-        "source_connection",
-        "source_configure",
-        "destination_connection",
-        "destination_configure",
-        *(
-            f"transform_{f}"
-            for f in (
-                "additional_columns",
-                "schema_hints",
-                "rename_columns",
-                "value_rules",
-                "hash_columns",
-                "masking_rules",
-                "configure",
-            )
-        ),
-    }
-)
+    {"configure", "secrets_ref", "transform", "source_connection", "source_configure", "destination_connection",
+     "destination_configure", *(f"transform_{f}" for f in _TRANSFORM_OBJECTS)}
+)  # fmt: skip
 """Columns holding an object or a list of objects, written as JSON."""
 HINT_GROUP_KEYS = ("connection_name", "table_name", "schema_name")
 
