@@ -132,8 +132,13 @@ def ensure_loaded_snapshot(context: StepContext, snapshot: MetadataSnapshot) -> 
         return
     raise dg.Failure(
         description=(
-            f"metadata file {snapshot.path} changed since the code location loaded it (digest {loaded}, now "
+            f"{_what(snapshot.path)} changed since the code location loaded it (digest {loaded}, now "
             f"{snapshot.digest}): reload the code location, then launch the run again; nothing was written"
         ),
         metadata={FINAL_FAILURE: METADATA_CHANGED},
     )
+
+
+def _what(path: str) -> str:
+    """``metadata file <path>``, or ``metadata <url>`` for an API or a database."""
+    return f"metadata {path}" if is_metadata_url(path) else f"metadata file {path}"

@@ -158,3 +158,47 @@ def test_datacoolie_run_with_a_database_records_in_a_dagster_instance(
     assert "dagster: recorded 2 materialization(s) of 2 table(s)" in capsys.readouterr().err
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.fetch_materializations(key(BRONZE_ORDERS), limit=10).records
+
+
+@pytest.mark.slow
+def test_a_run_fails_when_a_database_row_changed_since_load_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Step processes re-read the database (the multiprocess executor): an edited row is caught."""
+    from tests.dagster import snapshot_location
+    from tests.dagster.conftest import REPOSITORY
+
+    monkeypatch.chdir(REPOSITORY)  # step processes import the location from here
+    document = json.loads(LINEAGE.read_text())
+    for connection in document["connections"]:
+        connection["configure"]["base_path"] = str(tmp_path / connection["configure"]["base_path"])
+    database = tmp_path / "metadata.db"
+    sa.create_engine(f"sqlite:///{database}").connect().close()
+    DatabaseProvider(f"sqlite:///{database}", state_base_path=tmp_path, workspace_id=WS).create_tables()
+    write_metadata_database(document, f"sqlite:///{database}", WS)
+    land_lineage(tmp_path)
+    monkeypatch.setenv("DATACOOLIE_TEST_METADATA", f"sqlite:///{database}?workspace_id={WS}")
+    monkeypatch.setenv("DATACOOLIE_TEST_STATE", str(tmp_path / "state"))
+    snapshot_location.defs.cache_clear()
+    try:
+        snapshot_location.stage_job()  # the code location loads
+        engine = sa.create_engine(f"sqlite:///{database}")
+        with engine.begin() as conn:  # edited before the run: each step process reads the new rows
+            conn.execute(sa.text("UPDATE dc_framework_dataflows SET destination_table = 'orders_v2' "
+                                 "WHERE destination_table = 'orders' AND stage = 'landing2bronze'"))  # fmt: skip
+        engine.dispose()
+        with dg.instance_for_test() as instance:
+            result = dg.execute_job(dg.reconstructable(snapshot_location.stage_job), instance=instance)
+            assert not result.success
+            failures = [
+                e.dagster_event.step_failure_data.error.message
+                for e in instance.all_logs(result.run_id, of_type=dg.DagsterEventType.STEP_FAILURE)
+                if e.dagster_event and e.dagster_event.step_failure_data and e.dagster_event.step_failure_data.error
+            ]
+            assert instance.all_logs(result.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION) == []
+    finally:
+        snapshot_location.defs.cache_clear()
+    (message,) = failures
+    assert f"metadata sqlite:///{database} changed since the code location loaded it" in message
+    assert "reload the code location" in message
+    assert not list((tmp_path / "lake").rglob("_delta_log"))
