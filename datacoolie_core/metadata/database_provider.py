@@ -65,10 +65,10 @@ class DatabaseProvider(FileProvider):
         register_secret(parsed.password if isinstance(parsed.password, str) else None)
         workspace = workspace_id or parsed.query.get(WORKSPACE_PARAMETER)
         parsed = parsed.difference_update_query([WORKSPACE_PARAMETER])
-        if parsed.drivername == "postgresql":  # SQLAlchemy 2.1 defaults to psycopg 3; psycopg2 is installed
-            parsed = parsed.set(drivername="postgresql+psycopg2")
         self.url = parsed.render_as_string(hide_password=True)
         """The URL as shown in messages (password hidden)."""
+        if parsed.drivername == "postgresql":  # SQLAlchemy 2.1 defaults to psycopg 3; psycopg2 is installed
+            parsed = parsed.set(drivername="postgresql+psycopg2")
         super().__init__(self.url, state_base_path=state_base_path)
         self.config_path = None  # type: ignore[assignment]  # no file: wiring must not treat it as one
         self.watermark_base_path = None  # type: ignore[assignment]  # watermarks live in the database
@@ -108,8 +108,8 @@ class DatabaseProvider(FileProvider):
         )  # fmt: skip
 
     def _live_rows(self, conn: sa.Connection, table: sa.Table) -> list[dict[str, Any]]:
-        """The workspace's rows not soft-deleted, in a stable order (name or id)."""
-        order = [table.c[c] for c in ("name", "table_name", "column_name") if c in table.c] or []
+        """The workspace's rows not soft-deleted, in a stable order (by name; hints by table and position)."""
+        order = [table.c[c] for c in ("name", "table_name", "ordinal_position", "column_name") if c in table.c]
         query = (
             sa.select(table)
             .where(table.c.workspace_id == self.workspace_id, table.c.deleted_at.is_(None))
