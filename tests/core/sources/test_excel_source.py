@@ -101,6 +101,7 @@ def test_sheet_selection_and_header(tmp_path: Path) -> None:
     headless = {"read_options": {"sheet_name": "raw", "header": "false"}}
     raw = read_ok(file_source(tmp_path, "excel", configure=headless)).data.drop(FILE_COLUMNS)
     assert raw.rows() == [(1, "a"), (2, "b")]
+    assert raw.columns == ["column_0", "column_1"]
 
     with pytest.raises(SourceError, match=r"has the sheets 'orders', 'returns', 'raw'; did you mean 'returns'\?"):
         read(file_source(tmp_path, "excel", configure={"read_options": {"sheet_name": "retruns"}}))
