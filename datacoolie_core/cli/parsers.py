@@ -122,7 +122,9 @@ def _add_state(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     state.add_argument(
         "action", choices=STATE_ACTIONS, help="show: inspect; repair: rebuild from the log; reset: reload"
     )
-    state.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
+    state.add_argument(
+        "--metadata", required=True, help="metadata file, a folder holding metadata.json, or an API or database URL"
+    )
     state.add_argument("--dataflow", required=True, help="the dataflow's name")
     state.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
     state.add_argument("--confirm", action="store_true", help="repair/reset: do it (without: print the plan)")

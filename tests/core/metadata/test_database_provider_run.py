@@ -106,3 +106,20 @@ def test_a_database_url_needs_a_state_path_and_its_password_is_never_shown(
         assert "meta:***@127.0.0.1" in captured.err
     finally:
         clear_secrets()
+
+
+def test_datacoolie_state_shows_and_resets_a_watermark_in_the_database(
+    metadata_db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--metadata", metadata_db, "--state-path", str(tmp_path / "state")]
+    land(tmp_path, "a", [1, 2, 3], day=1)
+    assert main(["run", *common]) == 0
+    capsys.readouterr()
+    assert main(["state", "show", "--dataflow", "orders", *common, "--json"]) == 0
+    assert "2026-03-01T02:00:00" in capsys.readouterr().out
+    assert main(["state", "reset", "--dataflow", "orders", *common, "--confirm"]) == 0
+    assert "done: remove the watermark" in capsys.readouterr().out
+    engine = sa.create_engine(metadata_db.split("?")[0])
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM dc_framework_watermarks")).scalar() == 0
+    engine.dispose()
