@@ -35,10 +35,13 @@ def _add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser])
     validate = commands.add_parser(
         "validate",
         help="check a metadata file and list its dataflows",
-        description="Check a DataCoolie metadata file (JSON or YAML). Every error is reported with "
-        "its JSON path; exit 2 if there is any.",
+        description="Check DataCoolie metadata: a JSON, YAML or Excel file, a metadata API or database URL. "
+        "Every error is reported with its JSON path (a workbook: sheet, row, column; a database: table, "
+        "id, column); exit 2 if there is any.",
     )
-    validate.add_argument("path", help="metadata file (.json, .yaml, .yml)")
+    validate.add_argument(
+        "path", help="metadata file (.json, .yaml, .yml, .xlsx), API URL or sqlite:///…|postgresql://…?workspace_id=…"
+    )
     validate.add_argument("--json", action="store_true", help="print the report as JSON")
     validate.add_argument("--strict", action="store_true", help="treat warnings as errors")
 
@@ -81,7 +84,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--metadata",
         required=True,
-        help="metadata file, a folder holding metadata.json, or a metadata API workspace URL (needs --state-path)",
+        help="metadata file, a folder holding metadata.json, a metadata API workspace URL or a database URL "
+        "(sqlite:///…|postgresql://…?workspace_id=…; URLs need --state-path)",
     )
     parser.add_argument("--max-workers", type=int, default=8, help="global cap on concurrent dataflows (default 8)")
     parser.add_argument("--retry-count", type=int, default=0, help="retries after the first attempt")
@@ -118,7 +122,9 @@ def _add_state(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     state.add_argument(
         "action", choices=STATE_ACTIONS, help="show: inspect; repair: rebuild from the log; reset: reload"
     )
-    state.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
+    state.add_argument(
+        "--metadata", required=True, help="metadata file, a folder holding metadata.json, or an API or database URL"
+    )
     state.add_argument("--dataflow", required=True, help="the dataflow's name")
     state.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
     state.add_argument("--confirm", action="store_true", help="repair/reset: do it (without: print the plan)")

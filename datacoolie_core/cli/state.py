@@ -17,6 +17,7 @@ from datacoolie_core.destinations import get_writer
 from datacoolie_core.destinations.base import CommitLog
 from datacoolie_core.errors import DataCoolieError, MetadataError, WatermarkError
 from datacoolie_core.metadata.file_provider import FileProvider
+from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.orchestration.state_check import (
@@ -61,7 +62,11 @@ def state_command(args: argparse.Namespace) -> int:
 
 
 def _target(args: argparse.Namespace) -> _Target:
-    provider = FileProvider(metadata_file_in(args.metadata), state_base_path=args.state_path)
+    provider = (
+        url_provider(args.metadata, args.state_path)  # watermarks in a metadata database or API
+        if is_metadata_url(args.metadata)
+        else FileProvider(metadata_file_in(args.metadata), state_base_path=args.state_path)
+    )
     by_name = {str(d.name): d for d in provider.get_dataflows(active_only=False)}  # names are unique
     if args.dataflow not in by_name:
         raise DataCoolieError(f"no dataflow named {args.dataflow!r}{did_you_mean(args.dataflow, by_name)}")

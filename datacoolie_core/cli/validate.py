@@ -9,15 +9,15 @@ from typing import Any, TextIO
 
 from datacoolie_core.cli.common import EXIT_OK, EXIT_USAGE
 from datacoolie_core.errors import MetadataError
-from datacoolie_core.metadata.loader import read_metadata_file
-from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
+from datacoolie_core.metadata.locations import validate_location
+from datacoolie_core.metadata.validation import ValidatedDocument
 from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
 from datacoolie_core.platform.paths import printable
 
 
 def validate_command(args: argparse.Namespace) -> int:
     try:
-        document = validate_document(read_metadata_file(args.path), file=args.path)
+        document = validate_location(args.path)
     except MetadataError as e:
         document = ValidatedDocument((), (), (), e.issues, args.path)
     failed = bool(document.errors) or (args.strict and bool(document.warnings))

@@ -34,8 +34,7 @@ import httpx
 from datacoolie_core.backoff import retry_after
 from datacoolie_core.errors import MetadataError, MetadataIssue, WatermarkError
 from datacoolie_core.metadata.file_provider import FileProvider
-from datacoolie_core.metadata.selection import with_shared_schema_hints
-from datacoolie_core.metadata.validation import validate_document
+from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
 from datacoolie_core.redaction import mask, register_secret
 
 API_KEY_VARIABLE = "DATACOOLIE_METADATA_API_KEY"
@@ -82,25 +81,14 @@ class APIProvider(FileProvider):
         headers = {"X-API-Key": key} if key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, follow_redirects=False)
 
-    def initialize(self) -> None:
-        """Fetch and validate the workspace's metadata (once).
+    def read_document(self) -> ValidatedDocument:
+        """Fetch and validate the workspace's metadata (:meth:`initialize` calls this once).
 
         Raises:
-            MetadataError: the API cannot be read, or the metadata has any error (all listed).
+            MetadataError: the API cannot be read (the metadata's own errors are in the result).
         """
-        with self._lock:
-            if self._document is not None:
-                return
-            raw = {section: self._collection(endpoint) for section, endpoint in COLLECTIONS.items()}
-            document = validate_document(raw, file=self.url)
-            document.raise_on_errors()
-            self._connections = {c.name: c for c in document.connections}
-            self._connections_by_id = {str(c.connection_id): c for c in document.connections}
-            self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
-            self._attached = {
-                id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()
-            }
-            self._document = document
+        raw = {section: self._collection(endpoint) for section, endpoint in COLLECTIONS.items()}
+        return validate_document(raw, file=self.url)
 
     def _collection(self, endpoint: str) -> list[Any]:
         """Every item of a paginated collection: page 1, then pages 2..N concurrently, kept in order."""

@@ -1,4 +1,4 @@
-"""FileProvider: metadata from one JSON or YAML file, watermarks in files beside it (P-01, P-07, P-10)."""
+"""FileProvider: metadata from one JSON, YAML or Excel file, watermarks in files beside it (P-01, P-07, P-09, P-10)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from datacoolie_core.metadata.loader import read_metadata_file
+from datacoolie_core.metadata.loader import load_document
 from datacoolie_core.metadata.selection import (
     matching_schema_hints,
     normalize_names,
     normalize_paths,
     with_shared_schema_hints,
 )
-from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
+from datacoolie_core.metadata.validation import ValidatedDocument
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.transform import SchemaHint
@@ -38,7 +38,7 @@ class FileProvider:
     DataCoolie's layout, so existing state is picked up unchanged.
 
     Args:
-        config_path: the metadata file (``.json``, ``.yaml`` or ``.yml``).
+        config_path: the metadata file (``.json``, ``.yaml``, ``.yml`` or an ``.xlsx`` workbook).
         watermark_base_path: the watermark root itself; wins over ``state_base_path``.
         state_base_path: a state root; watermarks go to ``<state_base_path>/watermarks``.
             Without either, ``<folder of config_path>/watermarks``.
@@ -83,19 +83,33 @@ class FileProvider:
             MetadataError: the file cannot be read or has any error (all of them are listed).
         """
         with self._lock:
-            if self._document is not None:
-                return
-            document = validate_document(read_metadata_file(self.config_path), file=str(self.config_path))
-            for issue in document.warnings:
-                _LOG.warning("%s", issue)
-            document.raise_on_errors()
-            self._connections = {c.name: c for c in document.connections}
-            self._connections_by_id = {str(c.connection_id): c for c in document.connections}
-            self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
-            self._attached = {
-                id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()
-            }
-            self._document = document
+            if self._document is None:
+                self._adopt(self.read_document())
+
+    def read_document(self) -> ValidatedDocument:
+        """Read the store again and validate it; its issues are in the result, not raised.
+
+        What :meth:`initialize` adopts (once) and ``datacoolie validate`` reports. Subclasses read
+        an API or a database here.
+
+        Raises:
+            MetadataError: the store cannot be read at all.
+        """
+        return load_document(self.config_path)
+
+    def _adopt(self, document: ValidatedDocument) -> None:
+        """Serve ``document``: log its warnings, refuse it if it has any error, index it by name and id.
+
+        Every provider (file, API, database) adopts its document here, so they serve it alike.
+        """
+        for issue in document.warnings:
+            _LOG.warning("%s", issue)
+        document.raise_on_errors()
+        self._connections = {c.name: c for c in document.connections}
+        self._connections_by_id = {str(c.connection_id): c for c in document.connections}
+        self._dataflows = {str(d.dataflow_id): d for d in document.dataflows}
+        self._attached = {id_: with_shared_schema_hints(d, document.schema_hints) for id_, d in self._dataflows.items()}
+        self._document = document
 
     @property
     def document(self) -> ValidatedDocument:

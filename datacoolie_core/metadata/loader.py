@@ -1,4 +1,4 @@
-"""Read a metadata file (JSON or YAML) into plain Python objects, rejecting duplicate keys.
+"""Read a metadata file (JSON, YAML or an Excel workbook) into plain Python objects, rejecting duplicate keys.
 
 JSON and YAML parsers keep the last of two equal keys without a word; a duplicated ``load_type``
 would then silently change what a dataflow does, so duplicates are errors here, with their path.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -18,23 +18,45 @@ from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.limits import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
 from datacoolie_core.metadata.bounded_yaml import BoundedComposer
 
+if TYPE_CHECKING:
+    from datacoolie_core.metadata.validation import ValidatedDocument
+
 YAML_SUFFIXES = (".yaml", ".yml")
+WORKBOOK_SUFFIXES = (".xlsx", ".xlsm", ".xls")
 
 
 def read_metadata_file(path: str | Path) -> Any:
-    """Parse ``path`` as YAML (``.yaml``/``.yml``) or JSON (anything else).
+    """Parse ``path`` as YAML (``.yaml``/``.yml``), an Excel workbook (``.xlsx``) or JSON (anything else).
 
     Raises:
         MetadataError: the file cannot be read, is over a limit (size, depth, YAML aliases), does not
             parse, or repeats a key in an object.
     """
     path = Path(path)
+    if path.suffix.lower() in WORKBOOK_SUFFIXES:
+        from datacoolie_core.metadata.excel import read_excel_metadata  # openpyxl only for workbooks
+
+        return read_excel_metadata(path)[0]
     text = _read_bounded(path)
-    if path.suffix.lower() in (".xlsx", ".xls"):
-        raise MetadataError("Excel metadata is not supported; export it to JSON or YAML", file=str(path))
     if path.suffix.lower() in YAML_SUFFIXES:
         return _parse_yaml(text, str(path))
     return _parse_json(text, str(path))
+
+
+def load_document(path: str | Path) -> ValidatedDocument:
+    """Read and validate a metadata file; a workbook's issues name their sheet, row and column.
+
+    Raises:
+        MetadataError: the file cannot be read or parsed (validation issues are in the result).
+    """
+    from datacoolie_core.metadata.validation import validate_document
+
+    path = Path(path)
+    if path.suffix.lower() in WORKBOOK_SUFFIXES:
+        from datacoolie_core.metadata.excel import load_excel_document
+
+        return load_excel_document(path)
+    return validate_document(read_metadata_file(path), file=str(path))
 
 
 def _read_bounded(path: Path) -> str:

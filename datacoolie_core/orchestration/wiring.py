@@ -22,6 +22,7 @@ from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.logging.execution_logger import ExecutionLogger
 from datacoolie_core.logging.system_logger import SystemLogger
 from datacoolie_core.metadata.file_provider import WATERMARK_FOLDER, FileProvider
+from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_core.metadata.selection import normalize_paths
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.orchestration.preparation import QueryRoots
@@ -30,7 +31,7 @@ from datacoolie_core.watermark.journal import CommitJournal
 from datacoolie_core.watermark.manager import WatermarkManager
 
 _LOG = logging.getLogger("datacoolie.driver")
-METADATA_FILE_NAMES = ("metadata.json", "metadata.yaml", "metadata.yml")
+METADATA_FILE_NAMES = ("metadata.json", "metadata.yaml", "metadata.yml", "metadata.xlsx")
 PROVIDER_METHODS = ("get_dataflows",)
 """What an injected metadata provider must offer (the rest is looked up when an operation needs it)."""
 
@@ -96,7 +97,8 @@ def metadata_file_in(path: str | os.PathLike[str]) -> Path:
     for name in METADATA_FILE_NAMES:
         if (candidate / name).is_file():
             return candidate / name
-    found = sorted(p for p in candidate.iterdir() if p.suffix.lower() in (".json", ".yaml", ".yml") and p.is_file())
+    suffixes = (".json", ".yaml", ".yml", ".xlsx")
+    found = sorted(p for p in candidate.iterdir() if p.suffix.lower() in suffixes and p.is_file())
     if len(found) == 1:
         return found[0]
     listed = ", ".join(p.name for p in found) or "none"
@@ -127,25 +129,8 @@ def _provider(
     if root is None:
         return None, False
     if is_metadata_url(root):
-        return _api_provider(str(root), state_base_path), True
+        return url_provider(str(root), state_base_path), True
     return FileProvider(metadata_file_in(root), state_base_path=state_base_path, sql_base_path=sql_base_path), True
-
-
-def is_metadata_url(value: object) -> bool:
-    """Whether a metadata location names an API (``http://`` / ``https://``) rather than a file."""
-    return isinstance(value, str) and value.startswith(("http://", "https://"))
-
-
-def _api_provider(url: str, state_base_path: Any) -> Any:
-    """The provider of a metadata API URL; its locks and commit journal need a local state root."""
-    if state_base_path is None:
-        raise DataCoolieError(
-            f"metadata from an API ({url}) needs a state path (--state-path / state_base_path): locks and the "
-            "commit journal are kept there"
-        )
-    from datacoolie_core.metadata.api_provider import APIProvider  # httpx only when an API is used
-
-    return APIProvider(url, state_base_path=state_base_path)
 
 
 def _check_same_root(provider: Any, metadata_base_path: Any) -> None:

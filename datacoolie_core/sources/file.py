@@ -51,6 +51,7 @@ from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, Sou
 from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
 from datacoolie_core.sources.date_folders import find_date_folders, folder_bounds, source_levels, watermark_value
+from datacoolie_core.sources.excel import read_excel
 from datacoolie_core.sources.finalize import collect_scan, lower_bounds, plan_read, source_label
 from datacoolie_core.sources.hive import partition_columns, with_partitions
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
@@ -238,7 +239,7 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
             return pl.read_json(path).lazy()  # DataCoolie ignores read options for json (S-16)
         if fmt == "avro":
             return pl.read_avro(path).lazy()
-        return _read_excel(path, options, label)
+        return read_excel(path, options, label=label)
     except (pl.exceptions.PolarsError, OSError, ValueError, TypeError) as e:
         raise SourceError(f"{label}: cannot read file '{path}': {e}; check the file and source.read_options") from e
 
@@ -281,18 +282,6 @@ def _spark_json_dtype(declared: PolarsDataType, as_string: bool) -> pl.DataType:
     if dtype == pl.Null or (as_string and (dtype.is_numeric() or dtype == pl.Boolean)):
         return pl.String()
     return dtype
-
-
-def _read_excel(path: str, options: dict[str, Any], label: str) -> pl.LazyFrame:
-    try:
-        result = pl.read_excel(path, **polars_options(pl.read_excel, options, label=label))
-    except ImportError as e:
-        raise SourceError(
-            f"{label}: reading excel files needs an Excel engine that is not installed ({e}); "
-            "install it with `pip install fastexcel` (or pass read_options engine='openpyxl' with openpyxl installed)"
-        ) from e
-    frames = list(result.values()) if isinstance(result, dict) else [result]
-    return pl.concat([f.lazy() for f in frames], how="diagonal_relaxed")
 
 
 def _tag(lf: pl.LazyFrame, info: FileInfo) -> pl.LazyFrame:

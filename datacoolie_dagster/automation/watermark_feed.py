@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from datacoolie_core import FileProvider
 from datacoolie_core.errors import WatermarkError
+from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_core.watermark import PendingCommit
 from datacoolie_core.watermark.serializer import deserialize_watermark
 from datacoolie_dagster.location.partitions import TablePartitioning
@@ -67,7 +68,10 @@ class FileWatermarkFeed:
 
     def _get_provider(self) -> FileProvider:
         if self._provider is None:  # built on first use: building the code location reads no state
-            self._provider = FileProvider(self._metadata_path, state_base_path=self._state_base_path)
+            if is_metadata_url(self._metadata_path):  # the API's or the database's watermarks
+                self._provider = url_provider(str(self._metadata_path), self._state_base_path)
+            else:
+                self._provider = FileProvider(self._metadata_path, state_base_path=self._state_base_path)
         return self._provider
 
 

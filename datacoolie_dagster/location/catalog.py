@@ -14,6 +14,7 @@ configured: ``--observer dagster=<home>`` or ``DAGSTER_HOME``).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataCoolieError, FileProvider
+from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.observers import RunContext
@@ -223,9 +225,11 @@ class DagsterCatalog:
             raise DataCoolieError(
                 f"Dagster home '{home}' is not a folder; create it, or fix DAGSTER_HOME / --observer dagster=<home>"
             )
-        provider = FileProvider(metadata_file_in(context.metadata_path))
-        provider.initialize()
-        assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
+        provider = _provider(str(context.metadata_path))
+        try:
+            assets, _ = build_table_assets(provider.get_dataflows(), DataCoolieTranslator())
+        finally:
+            provider.close()
         return cls(path, assets, context)
 
     def windows(self) -> Mapping[str, WindowSpec]:
@@ -247,3 +251,10 @@ class DagsterCatalog:
             f"dagster: recorded {len(events)} materialization(s) of {tables} table(s)"
             f"{f' ({partitions} partition(s))' if partitions else ''} in the instance at {self.home}"
         )
+
+
+def _provider(location: str) -> FileProvider:
+    """The run's metadata, read only: an API or database URL reads no state, so any state root does."""
+    if is_metadata_url(location):
+        return url_provider(location, Path(tempfile.gettempdir()) / "datacoolie-catalog")
+    return FileProvider(metadata_file_in(location))

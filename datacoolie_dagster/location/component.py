@@ -29,6 +29,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import FileProvider
+from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_dagster.location.factory import build_definitions
 
 
@@ -36,7 +37,8 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
     """DataCoolie metadata as assets, replay partitions and sharded stage jobs."""
 
     metadata_path: str
-    """The DataCoolie metadata file (JSON or YAML), relative to the project root."""
+    """The DataCoolie metadata file (JSON, YAML or Excel), relative to the project root, or a metadata
+    API or database URL (``postgresql://…?workspace_id=…``; needs ``state_base_path``)."""
     stages: list[str] | None = None
     """Only these stages; default every stage."""
     state_base_path: str | None = None
@@ -60,12 +62,13 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         root = context.project_root
-        metadata = _under(root, self.metadata_path)
-        ensure_one_root(metadata, root, defs_file=context.path / "defs.yaml")
+        metadata = self.metadata_path if is_metadata_url(self.metadata_path) else _under(root, self.metadata_path)
+        state = _under(root, self.state_base_path) if self.state_base_path else None
+        ensure_one_root(metadata, root, defs_file=context.path / "defs.yaml", state_base_path=state)
         return build_definitions(
             metadata,
             stages=self.stages,
-            state_base_path=_under(root, self.state_base_path) if self.state_base_path else None,
+            state_base_path=state,
             log_base_path=_under(root, self.log_base_path) if self.log_base_path else None,
             max_workers=self.max_workers,
             retry_count=self.retry_count,
@@ -84,7 +87,9 @@ def _under(root: Path, path: str) -> Path:
     return Path(path) if Path(path).is_absolute() else root / path
 
 
-def ensure_one_root(metadata: Path, root: Path, *, defs_file: Path) -> None:
+def ensure_one_root(
+    metadata: str | Path, root: Path, *, defs_file: Path, state_base_path: str | os.PathLike[str] | None = None
+) -> None:
     """Refuse to load when the metadata's relative base paths would not resolve against ``root``.
 
     Raises:
@@ -93,7 +98,7 @@ def ensure_one_root(metadata: Path, root: Path, *, defs_file: Path) -> None:
     cwd = Path.cwd()
     if cwd.resolve() == root.resolve():
         return
-    relative = relative_base_paths(metadata)
+    relative = relative_base_paths(metadata, state_base_path=state_base_path)
     if relative:
         raise ValueError(
             f"{defs_file}: the metadata's relative base_path {', '.join(map(repr, relative))} resolve against "
@@ -102,9 +107,11 @@ def ensure_one_root(metadata: Path, root: Path, *, defs_file: Path) -> None:
         )
 
 
-def relative_base_paths(metadata: str | os.PathLike[str]) -> list[str]:
+def relative_base_paths(
+    metadata: str | os.PathLike[str], *, state_base_path: str | os.PathLike[str] | None = None
+) -> list[str]:
     """The relative ``configure.base_path`` of the metadata's connections (URIs are absolute)."""
-    provider = FileProvider(metadata)
+    provider = url_provider(str(metadata), state_base_path) if is_metadata_url(metadata) else FileProvider(metadata)
     provider.initialize()
     try:
         paths = {c.base_path for c in provider.get_connections(active_only=False) if c.base_path}

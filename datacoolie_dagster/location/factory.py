@@ -81,7 +81,8 @@ def build_definitions(
     Pure: reads the metadata file once (every error listed, nothing half-loaded) and touches no data.
 
     Args:
-        metadata_path: DataCoolie metadata file (JSON or YAML).
+        metadata_path: DataCoolie metadata: a JSON, YAML or Excel file, a metadata API URL or a
+            database URL (``sqlite:///…`` / ``postgresql://…?workspace_id=…``; URLs need ``state_base_path``).
         stages: only these stages (name, comma list or list); default every stage.
         translator: a :class:`DataCoolieTranslator` subclass to change keys, groups or metadata.
         resource: the runtime settings; by default built from the arguments below.
@@ -120,7 +121,7 @@ def build_definitions(
         retry_count=retry_count,
         retry_delay=retry_delay,
     )
-    snapshot = read_snapshot(metadata_path, stages=stages)
+    snapshot = read_snapshot(metadata_path, stages=stages, state_base_path=resource.state_base_path)
     dataflows = snapshot.dataflows
     translator = translator or DataCoolieTranslator()
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))

@@ -12,11 +12,16 @@ the process that launched it in its job snapshot; before writing anything a step
 digest stored there with the digest of its own parse, and fails with "reload the code location"
 when they differ. Inside one process there is one parse: a step runs the dataflows of its
 definitions, never a second read of the file.
+
+Metadata behind an API or in a database (a URL) has no bytes to digest: the digest is then that of
+the parsed document (its connections, dataflows and schema hints, as canonical JSON), so an edited
+row or API answer is caught the same way.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +30,8 @@ from pathlib import Path
 import dagster as dg
 
 from datacoolie_core import DataFlow, FileProvider
+from datacoolie_core.metadata.locations import is_metadata_url, url_provider
+from datacoolie_core.metadata.validation import ValidatedDocument
 from datacoolie_dagster.constants import FINAL_FAILURE, METADATA_DIGEST
 
 StepContext = dg.OpExecutionContext | dg.AssetExecutionContext
@@ -52,13 +59,28 @@ def file_digest(path: str | os.PathLike[str]) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def read_snapshot(path: str | os.PathLike[str], *, stages: str | Sequence[str] | None = None) -> MetadataSnapshot:
-    """Parse the metadata file once and digest it.
+def document_digest(document: ValidatedDocument) -> str:
+    """The sha256 (16 hex digits) of a parsed document: its objects as canonical JSON."""
+    parts = [[m.model_dump(mode="json") for m in objects] for objects in
+             (document.connections, document.dataflows, document.schema_hints)]  # fmt: skip
+    text = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def read_snapshot(
+    path: str | os.PathLike[str],
+    *,
+    stages: str | Sequence[str] | None = None,
+    state_base_path: str | os.PathLike[str] | None = None,
+) -> MetadataSnapshot:
+    """Parse the metadata (a file, or an API or database URL) once and digest it.
 
     Raises:
-        MetadataError: the file is invalid (every error listed).
+        MetadataError: the metadata is invalid (every error listed) or cannot be read.
         RuntimeError: the file changed while it was read; loading again reads one version.
     """
+    if is_metadata_url(path):
+        return _url_snapshot(str(path), stages, state_base_path)
     try:
         before: str | None = file_digest(path)
     except OSError:
@@ -69,6 +91,18 @@ def read_snapshot(path: str | os.PathLike[str], *, stages: str | Sequence[str] |
         raise RuntimeError(f"metadata file {os.fspath(path)} changed while it was read; reload the code location")
     assert before is not None  # the provider read the file, so it was readable before too
     return MetadataSnapshot(os.fspath(path), before, provider.get_dataflows(stage=stages))
+
+
+def _url_snapshot(
+    url: str, stages: str | Sequence[str] | None, state_base_path: str | os.PathLike[str] | None
+) -> MetadataSnapshot:
+    """One read of an API's or a database's metadata, digested as parsed (its ``path`` hides passwords)."""
+    provider = url_provider(url, state_base_path)
+    try:
+        digest = document_digest(provider.document)
+        return MetadataSnapshot(provider.url, digest, provider.get_dataflows(stage=stages))
+    finally:
+        provider.close()
 
 
 def loaded_digest(context: StepContext) -> str | None:
@@ -98,8 +132,13 @@ def ensure_loaded_snapshot(context: StepContext, snapshot: MetadataSnapshot) -> 
         return
     raise dg.Failure(
         description=(
-            f"metadata file {snapshot.path} changed since the code location loaded it (digest {loaded}, now "
+            f"{_what(snapshot.path)} changed since the code location loaded it (digest {loaded}, now "
             f"{snapshot.digest}): reload the code location, then launch the run again; nothing was written"
         ),
         metadata={FINAL_FAILURE: METADATA_CHANGED},
     )
+
+
+def _what(path: str) -> str:
+    """``metadata file <path>``, or ``metadata <url>`` for an API or a database."""
+    return f"metadata {path}" if is_metadata_url(path) else f"metadata file {path}"
