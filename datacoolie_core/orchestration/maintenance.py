@@ -25,6 +25,7 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from datacoolie_core.errors import CommitConflictError, DestinationError, TerminalError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.platform.storage import delta_storage_options
 
 logger = logging.getLogger("datacoolie.maintenance")
 
@@ -134,7 +135,7 @@ def _open_supported_table(dataflow: DataFlow) -> DeltaTable | None:
     if path is None:
         raise DestinationError(f"dataflow '{dataflow.name}': destination '{destination.table}' has no path")
     try:
-        return DeltaTable(path)
+        return DeltaTable(path, storage_options=delta_storage_options(path))
     except TableNotFoundError:
         return None
     except Exception as e:
