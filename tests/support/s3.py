@@ -9,6 +9,7 @@ and grep the logs for them.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -68,6 +69,29 @@ class S3Server:
     def put(self, url: str, data: bytes) -> None:
         bucket, _, key = url.removeprefix("s3://").partition("/")
         self.client().put_object(Bucket=bucket, Key=key, Body=data)
+
+    @contextmanager
+    def recording(self) -> Iterator[list[dict[str, Any]]]:
+        """Record every request the server gets inside the block (moto's recorder): method, url, headers.
+
+        The list is filled when the block ends.
+        """
+        self._recorder("reset-recording")
+        self._recorder("start-recording")
+        requests: list[dict[str, Any]] = []
+        try:
+            yield requests
+        finally:
+            self._recorder("stop-recording")
+            lines = self._recorder("download-recording", post=False).decode().splitlines()
+            requests.extend(json.loads(line) for line in lines if line.strip())
+
+    def _recorder(self, action: str, *, post: bool = True) -> bytes:
+        request = urllib.request.Request(
+            f"{self.endpoint}/moto-api/recorder/{action}", method="POST" if post else "GET", data=b"" if post else None
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return bytes(response.read())
 
     def keys(self, url: str) -> list[str]:
         bucket, _, prefix = url.removeprefix("s3://").partition("/")
