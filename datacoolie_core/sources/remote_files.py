@@ -9,7 +9,7 @@ themselves (csv, json lines, json, avro, excel) read a local copy fetched once p
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from datacoolie_core.errors import SourceError
@@ -25,12 +25,18 @@ Info = TypeVar("Info")
 def list_remote_files(
     folder: str, extension: str, *, recursive: bool, label: str, make: Callable[[str, str, datetime, int], Info]
 ) -> list[Info]:
-    """The folder's files as ``make(path, name, modified, size)``, sorted by (modified, path)."""
+    """The folder's settled files as ``make(path, name, modified, size)``, sorted by (modified, path).
+
+    S3 keeps ``LastModified`` in whole seconds. A file landing after this listing but within the
+    second of the newest file read would carry the watermark's own value and be skipped for good
+    (the watermark reads ``> stored``), so files of the current second are left for the next run.
+    """
+    settled_before = datetime.now(UTC).replace(microsecond=0)
     try:
         objects = list_objects(folder, extension, _options(folder), recursive=recursive)
     except SourceError as e:
         raise SourceError(f"{label}: {e}") from e.__cause__
-    return [make(o.path, o.name, o.modified, o.size) for o in objects]
+    return [make(o.path, o.name, o.modified, o.size) for o in objects if o.modified < settled_before]
 
 
 def readable_path(path: str, fmt: str, modified: datetime, size: int | None) -> str:
