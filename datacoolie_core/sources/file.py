@@ -60,6 +60,8 @@ from datacoolie_core.sources.remote_files import (
     list_remote_files,
     readable_path,
     refuse_date_folders,
+    settle_mark,
+    settled,
 )
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
@@ -94,8 +96,10 @@ class FileReader:
         fmt = source.connection.format or "parquet"
         folder = _folder(source, label)
         hive = source.connection.configure.use_hive_partitioning
+        mark = settle_mark()  # before listing: S3's whole-second LastModified (remote_files.settled)
         listed, folder_of = _listing(source, request, folder, EXTENSIONS[fmt], recursive=hive, label=label)
-        files = prune_by_mtime(listed, source, request, label=label)
+        mtime = any(_is_mtime(c) for c in source.watermark_columns)
+        files = settled(prune_by_mtime(listed, source, request, label=label), mtime, mark)
         for info in files:  # a file read through a symlink out of the root is refused (docs/confinement.md)
             ensure_confined(source.connection.base_path or folder, info.path, what="source file")
         action: dict[str, Any] = {"path": folder, "format": fmt, "files_listed": len(listed),

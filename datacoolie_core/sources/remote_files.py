@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from datacoolie_core.errors import SourceError
 from datacoolie_core.platform.object_store import ObjectInfo, fetch_object, head_object, list_objects
@@ -19,24 +19,47 @@ from datacoolie_core.platform.storage import is_object_store, storage_options_fo
 CLOUD_SCANNED = ("parquet",)
 """Formats Polars scans on the object store itself; the others read a local copy."""
 
-Info = TypeVar("Info")
+
+class Listed(Protocol):
+    """What the reader's file records have: a path and a modification time."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def modified(self) -> datetime: ...
+
+
+Info = TypeVar("Info", bound=Listed)
 
 
 def list_remote_files(
     folder: str, extension: str, *, recursive: bool, label: str, make: Callable[[str, str, datetime, int], Info]
 ) -> list[Info]:
-    """The folder's settled files as ``make(path, name, modified, size)``, sorted by (modified, path).
-
-    S3 keeps ``LastModified`` in whole seconds. A file landing after this listing but within the
-    second of the newest file read would carry the watermark's own value and be skipped for good
-    (the watermark reads ``> stored``), so files of the current second are left for the next run.
-    """
-    settled_before = datetime.now(UTC).replace(microsecond=0)
+    """The folder's files as ``make(path, name, modified, size)``, sorted by (modified, path)."""
     try:
         objects = list_objects(folder, extension, _options(folder), recursive=recursive)
     except SourceError as e:
         raise SourceError(f"{label}: {e}") from e.__cause__
-    return [make(o.path, o.name, o.modified, o.size) for o in objects if o.modified < settled_before]
+    return [make(o.path, o.name, o.modified, o.size) for o in objects]
+
+
+def settle_mark() -> datetime:
+    """Taken before listing: files modified at or after this second are not settled yet (:func:`settled`)."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def settled(files: list[Info], mtime_watermark: bool, mark: datetime) -> list[Info]:
+    """``files`` without the remote ones of the listing's own second, when the watermark is their mtime.
+
+    S3 keeps ``LastModified`` in whole seconds. A file landing after the listing but within the
+    second of the newest file read would carry the watermark's own value and be skipped for good
+    (the watermark reads ``> stored``), so that second's files are left for the next run. Only an
+    mtime watermark needs it: leaving files out under a data-column watermark would let it pass
+    their rows.
+    """
+    if not mtime_watermark:
+        return files
+    return [f for f in files if not (is_object_store(f.path) and f.modified >= mark)]
 
 
 def readable_path(path: str, fmt: str, modified: datetime, size: int | None) -> str:
