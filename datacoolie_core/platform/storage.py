@@ -215,3 +215,21 @@ def check_commit_safety(options: Mapping[str, str], *, where: str) -> None:
                 f"{where}: {key}={options.get(key)!r} disables the check that keeps two S3 writers from "
                 "overwriting each other's Delta commit; remove it or set it to 'etag'"
             )
+
+
+def bind_from_environment(connection: Any) -> None:
+    """Resolve ``connection``'s secrets from the environment and bind its storage options.
+
+    For readers outside a run (sensors, checks, downstream reads in another process), which resolve
+    secrets as a run on this host does. A local connection binds nothing.
+    """
+    if not is_object_store(connection.configure.base_path):
+        return
+    from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets  # the secrets layer on demand
+
+    bind_storage(resolve_connection_secrets(connection, EnvSecretProvider()))
+
+
+def table_uri(path: str) -> str:
+    """``path`` as delta-rs opens it: an object-store URL as written, a local path made absolute."""
+    return path if is_object_store(path) else os.path.abspath(path)

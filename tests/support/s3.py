@@ -25,11 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REGION = "us-east-1"
 ACCESS_KEY_ID = "AKIADATACOOLIETEST01"
 SECRET_ACCESS_KEY = "s3-secret-Vq7ZpX2mWk9LtR4n"
 """The secret the redaction tests grep every log for."""
 START_TIMEOUT = 60.0
+KEY_ID_VAR, SECRET_VAR = "DC_TEST_S3_KEY_ID", "DC_TEST_S3_SECRET"
+"""The environment variables the test connections' ``secrets_ref`` name (``env:`` source)."""
 
 
 @dataclass(frozen=True)
@@ -142,3 +146,18 @@ def start_moto() -> Iterator[S3Server]:
             process.wait()
         log.close()
         os.unlink(log.name)
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """One moto server for the session; every test makes its own bucket."""
+    with start_moto() as server:
+        yield server
+
+
+@pytest.fixture
+def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
+    """The server, with the connections' secrets in the environment (subprocesses inherit them)."""
+    monkeypatch.setenv(KEY_ID_VAR, ACCESS_KEY_ID)
+    monkeypatch.setenv(SECRET_VAR, SECRET_ACCESS_KEY)
+    return s3_server

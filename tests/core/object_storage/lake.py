@@ -13,8 +13,7 @@ import pytest
 
 from datacoolie_core import FileProvider
 from datacoolie_core.cli import main
-from tests.core.object_storage.conftest import KEY_ID_VAR, SECRET_VAR
-from tests.support.s3 import REGION, S3Server
+from tests.support.s3 import KEY_ID_VAR, REGION, SECRET_VAR, S3Server
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
