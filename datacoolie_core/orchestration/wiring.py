@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from datacoolie_core.engine import ensure_engine
+from datacoolie_core.platform.storage import bind_default_storage_options
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.logging.execution_logger import ExecutionLogger
 from datacoolie_core.logging.system_logger import SystemLogger
@@ -71,6 +72,7 @@ def assemble(
     engine = ensure_engine(engine)
     platform = platform if platform is not None else (engine.platform or LocalPlatform())
     engine.attach_platform(platform)  # the same instance twice is fine; a distinct one is rejected
+    bind_default_storage_options(engine.storage_options)  # DataCoolie X-08: the engine's options reach the stores
     provider, owns = _provider(
         metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path
     )

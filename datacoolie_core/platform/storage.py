@@ -117,6 +117,8 @@ class _Bindings:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.roots: dict[str, dict[str, str]] = {}
+        self.defaults: dict[str, str] = {}
+        """The engine's options (DataCoolie X-08): under every root's own, for every object-store path."""
 
     def bind(self, root: str, options: Mapping[str, str]) -> None:
         with self.lock:
@@ -127,11 +129,14 @@ class _Bindings:
         key = _root_key(path)
         with self.lock:
             matches = [r for r in self.roots if key == r or key.startswith(r + "/")]
-            return dict(self.roots[max(matches, key=len)]) if matches else None
+            if not matches and not self.defaults:
+                return None
+            return {**self.defaults, **(self.roots[max(matches, key=len)] if matches else {})}
 
     def clear(self) -> None:
         with self.lock:
             self.roots.clear()
+            self.defaults = {}
 
 
 _bindings = _Bindings()
@@ -164,6 +169,14 @@ def bind_storage_options(root: str, options: Mapping[str, str]) -> None:
     """Bind ``options`` to every path under ``root`` (for callers that hold options, not a connection)."""
     check_commit_safety(options, where=f"storage options of {root}")
     _bindings.bind(root, {str(k): _text(v) for k, v in options.items()})
+
+
+def bind_default_storage_options(options: Mapping[str, str]) -> None:
+    """Options for every object-store path, under each connection's own (``PolarsEngine(storage_options=)``)."""
+    if options:
+        check_commit_safety(options, where="the engine's storage_options")
+        with _bindings.lock:
+            _bindings.defaults = {str(k): _text(v) for k, v in options.items()}
 
 
 def clear_storage_bindings() -> None:

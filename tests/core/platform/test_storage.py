@@ -18,6 +18,7 @@ from datacoolie_core.errors import DestinationError, SourceError
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.platform.storage import (
     StorageConfigError,
+    bind_default_storage_options,
     bind_storage,
     bind_storage_options,
     clear_storage_bindings,
@@ -84,6 +85,14 @@ def test_options_are_found_by_the_longest_bound_root_and_never_by_a_sibling_pref
     assert storage_options_for("s3://bucket/lake/silver/t") == {"aws_region": "inner"}
     assert storage_options_for("s3://bucket/lakehouse/t") == {}  # not under s3://bucket/lake
     assert storage_options_for("s3://other/lake/t") == {}
+
+
+def test_the_engines_options_apply_under_each_connections_own() -> None:
+    bind_default_storage_options({"aws_region": "engine", "aws_endpoint_url": "http://127.0.0.1:9"})
+    bind_storage_options("s3://bucket/lake", {"aws_region": "lake"})
+    assert storage_options_for("s3://bucket/lake/t") == {"aws_region": "lake", "aws_endpoint_url": "http://127.0.0.1:9"}
+    assert storage_options_for("s3://other/t") == {"aws_region": "engine", "aws_endpoint_url": "http://127.0.0.1:9"}
+    assert storage_options_for("/tmp/lake/t") is None
 
 
 def test_s3_commits_use_the_conditional_put_unless_the_connection_sets_it() -> None:
