@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from datacoolie_core.engine import ensure_engine
-from datacoolie_core.platform.storage import bind_default_storage_options
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.logging.execution_logger import ExecutionLogger
 from datacoolie_core.logging.system_logger import SystemLogger
@@ -27,6 +26,7 @@ from datacoolie_core.metadata.selection import normalize_paths
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.orchestration.preparation import QueryRoots
 from datacoolie_core.platform import LocalPlatform
+from datacoolie_core.platform.storage import bind_default_storage_options
 from datacoolie_core.watermark.journal import CommitJournal
 from datacoolie_core.watermark.manager import WatermarkManager
 
