@@ -128,7 +128,7 @@ def start_moto() -> Iterator[S3Server]:
         [str(server), "-H", "127.0.0.1", "-p", str(port)],
         stdout=log,
         stderr=subprocess.STDOUT,
-        env=os.environ | {"MOTO_ALLOW_NONEXISTENT_REGION": "true"},
+        env=os.environ | {"MOTO_ALLOW_NONEXISTENT_REGION": "true", "MOTO_RECORDER_FILEPATH": f"{log.name}.recording"},
     )
     try:
         deadline = time.monotonic() + START_TIMEOUT
@@ -145,7 +145,9 @@ def start_moto() -> Iterator[S3Server]:
             process.kill()
             process.wait()
         log.close()
-        os.unlink(log.name)
+        for leftover in (log.name, f"{log.name}.recording"):
+            if os.path.exists(leftover):
+                os.unlink(leftover)
 
 
 @pytest.fixture(scope="session")

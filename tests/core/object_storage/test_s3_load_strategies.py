@@ -22,6 +22,7 @@ DESTINATIONS: dict[str, dict[str, Any]] = {
     "append": {"load_type": "append"},
     "overwrite": {"load_type": "overwrite"},
     "merge_upsert": {"load_type": "merge_upsert", "merge_keys": ["order_id"]},
+    "merge_overwrite": {"load_type": "merge_overwrite", "merge_keys": ["order_id"]},
     "scd2": {"load_type": "scd2", "merge_keys": ["order_id"], "configure": {"scd2_effective_column": "updated_at"}},
     "partitioned": {"load_type": "append", "partition_columns": [{"column": "region"}]},
 }
@@ -30,6 +31,7 @@ AFTER_LOAD_2: dict[str, list[tuple[Any, ...]]] = {
     "append": [(1, 10), (2, 20), (2, 25), (3, 30)],
     "overwrite": [(2, 25), (3, 30)],
     "merge_upsert": [(1, 10), (2, 25), (3, 30)],
+    "merge_overwrite": [(1, 10), (2, 25), (3, 30)],
     "scd2": [(1, 10, True), (2, 20, False), (2, 25, True), (3, 30, True)],
     "partitioned": [(1, 10), (2, 20), (2, 25), (3, 30)],
 }

@@ -6,8 +6,12 @@ decode it before normalising, so neither spelling climbs out of ``base_path``.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from datacoolie_core.cli import main
 from datacoolie_core.platform.paths import PathEscapeError, confined_path, ensure_confined, remote_key
 
 ROOT = "s3://bucket/lake"
@@ -63,3 +67,27 @@ def test_a_path_inside_the_root_passes_at_run_time() -> None:
 )
 def test_remote_key_is_the_path_the_store_resolves(url: str, key: str) -> None:
     assert remote_key(url) == key
+
+
+def test_validate_refuses_an_encoded_climb_out_of_an_s3_base_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    metadata = tmp_path / "metadata.json"
+    metadata.write_text(
+        json.dumps(
+            {
+                "connections": [
+                    {"name": "landing", "format": "parquet", "configure": {"base_path": str(tmp_path / "landing")}},
+                    {"name": "lake", "format": "delta", "configure": {"base_path": "s3://bucket/lake"}},
+                ],
+                "dataflows": [
+                    {"name": "orders", "source": {"connection_name": "landing", "table": "orders"},
+                     "destination": {"connection_name": "lake", "schema_name": "%2e%2e", "table": "other"}}
+                ],
+            }
+        )
+    )  # fmt: skip
+    assert main(["validate", str(metadata)]) == 2  # invalid metadata
+    out = capsys.readouterr()
+    assert "destination.table" in out.out + out.err
+    assert "'%2e%2e/other' leaves its root 's3://bucket/lake'" in out.out + out.err
