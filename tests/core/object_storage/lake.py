@@ -46,10 +46,13 @@ class S3Lake:
         self.metadata = root / "meta" / "metadata.json"
         self.state = root / "state"
 
-    def write_metadata(self, dataflows: list[dict[str, Any]], *, landing_format: str = "parquet") -> None:
+    def write_metadata(
+        self, dataflows: list[dict[str, Any]], *, landing_format: str = "parquet", **landing: Any
+    ) -> None:
+        """Connections ``landing`` (``landing`` = more of its configure) and ``lake``, and ``dataflows``."""
         document = {
             "connections": [
-                s3_connection("landing", landing_format, self.landing, self.server),
+                s3_connection("landing", landing_format, self.landing, self.server, **landing),
                 s3_connection("lake", "delta", self.lake, self.server),
             ],
             "dataflows": dataflows,

@@ -76,3 +76,22 @@ def test_an_s3_folder_is_read_incrementally_by_last_modified(
         (3, "z", f"b.{fmt}", f"{folder}/b.{fmt}"),
     ]
     assert table["__file_modification_time"].to_list() == [first, first, second]
+
+
+def test_a_hive_partitioned_s3_folder_is_listed_recursively_with_its_partition_columns(
+    s3: S3Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lake = S3Lake(s3, tmp_path)
+    lake.write_metadata(
+        [{"name": "events", "source": {"connection_name": "landing", "schema_name": "app", "table": "events"},
+          "destination": {"connection_name": "lake", "schema_name": "bronze", "table": "events", "load_type": "overwrite"}}],
+        use_hive_partitioning=True,
+    )  # fmt: skip
+    folder = f"{lake.landing}/app/events"
+    s3.put(f"{folder}/region=eu/a.parquet", encoded(pl.DataFrame({"id": [1, 2]}), "parquet"))
+    s3.put(f"{folder}/region=us/b.parquet", encoded(pl.DataFrame({"id": [3]}), "parquet"))
+    s3.put(f"{folder}/_tmp/c.parquet", encoded(pl.DataFrame({"id": [9]}), "parquet"))  # a hidden folder: skipped
+    code, (row,) = lake.run(capsys)
+    assert (code, row["status"], row["source"]["rows_read"]) == (0, "succeeded", 3), row["error_message"]
+    table = lake.table("bronze", "events").sort("id")
+    assert table.select("id", "region").rows() == [(1, "eu"), (2, "eu"), (3, "us")]
