@@ -3,7 +3,7 @@
 A file or lakehouse connection whose ``configure.base_path`` is an object-store URL (``s3://``,
 ``abfss://``, ``gs://`` ...) reaches it through ``storage_options``: the options of delta-rs and of
 Polars' cloud readers (both built on the Rust ``object_store`` crate, so they take the same keys).
-They come from the connection, never from a global setting:
+They come from the connection, over the engine's own (``PolarsEngine(storage_options=)``, X-08):
 
 * ``configure.storage_options``: any option (endpoint, region, ``aws_allow_http`` ...);
 * the connection's credential keys (:data:`CREDENTIAL_KEYS`, e.g. ``aws_secret_access_key``) at the
