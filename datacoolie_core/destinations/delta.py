@@ -28,6 +28,7 @@ from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState
 from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
+from datacoolie_core.platform.storage import delta_storage_options
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ Rows = pl.DataFrame | BatchStream
 def open_table(path: str) -> DeltaTable | None:
     """The table at ``path`` at its latest version, or ``None`` when no Delta table is there."""
     try:
-        return DeltaTable(path)
+        return DeltaTable(path, storage_options=delta_storage_options(path))
     except TableNotFoundError:
         return None
 
@@ -107,8 +108,9 @@ def create_table(path: str, frame: Rows, *, partition_by: Sequence[str], marker:
         mode="error",
         partition_by=list(partition_by) or None,
         commit_properties=commit_properties(marker),
+        storage_options=delta_storage_options(path),
     )
-    return DeltaTable(path, version=0)
+    return DeltaTable(path, version=0, storage_options=delta_storage_options(path))
 
 
 def write_table(

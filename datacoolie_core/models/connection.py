@@ -48,6 +48,12 @@ DATABASE_TYPES = ("postgresql", "mysql", "mssql", "oracle", "sqlite")
 DATABASE_AUTH_TYPES = ("password", "service_principal", "managed_identity", "access_token")
 SECRET_KEYS = frozenset(
     {"password", "token", "auth_token", "api_key_value", "client_secret", "aws_secret_access_key", "aws_session_token"}
+    | {
+        "azure_storage_account_key",
+        "azure_storage_sas_token",
+        "azure_storage_client_secret",
+        "google_service_account_key",
+    }
 )
 """Configure keys whose values are never echoed in reprs or error messages."""
 API_AUTH_TYPES = ("bearer", "api_key", "basic", "oauth2_client_credentials", "aws_sigv4")
@@ -141,6 +147,9 @@ class ConnectionConfigure(BackwardKeys):
     aws_access_key_id: str | None = None
     aws_secret_access_key: str | None = Field(None, repr=False)
     aws_session_token: str | None = Field(None, repr=False)
+    # object storage (docs/object-storage.md)
+    storage_options: JsonObject = Field(default_factory=dict)
+    """Options of delta-rs and Polars' cloud readers for an object-store ``base_path`` (``s3://`` ...)."""
 
     @field_validator("base_path")
     @classmethod

@@ -296,6 +296,7 @@ def execute_maintenance(
                 do_cleanup=do_cleanup,
                 retention_hours=services.config.retention_hours,
                 dataflow_run_id=run_id,
+                secrets=services.secrets,
             )
         )
         _log(services, runtime, dataflow)

@@ -25,6 +25,8 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from datacoolie_core.errors import CommitConflictError, DestinationError, TerminalError
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.platform.storage import StorageConfigError, bind_storage, delta_storage_options
+from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
 
 logger = logging.getLogger("datacoolie.maintenance")
 
@@ -92,6 +94,7 @@ def run_maintenance_target(
     do_cleanup: bool,
     retention_hours: float,
     dataflow_run_id: str | None = None,
+    secrets: SecretProvider | None = None,
 ) -> DataFlowRuntimeInfo:
     """Compact and/or vacuum the Delta table ``dataflow`` writes; never raises.
 
@@ -113,8 +116,10 @@ def run_maintenance_target(
             dataflow, runtime, do_compact=do_compact, do_cleanup=do_cleanup, retention_hours=retention_hours
         )
     try:
+        if secrets is not None:  # only the destination's secrets (DataCoolie O-17): its store's credentials
+            bind_storage(resolve_connection_secrets(dataflow.destination.connection, secrets))
         table = _open_supported_table(dataflow)
-    except DestinationError as e:
+    except (DestinationError, SecretError, StorageConfigError) as e:
         return _fail(runtime, e)
     if table is None:
         runtime.finish("skipped", reason=f"Delta table at {dataflow.destination.path} does not exist yet")
@@ -140,7 +145,7 @@ def _open_supported_table(dataflow: DataFlow) -> DeltaTable | None:
     if path is None:
         raise DestinationError(f"dataflow '{dataflow.name}': destination '{destination.table}' has no path")
     try:
-        return DeltaTable(path)
+        return DeltaTable(path, storage_options=delta_storage_options(path))
     except TableNotFoundError:
         return None
     except Exception as e:

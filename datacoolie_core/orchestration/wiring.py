@@ -27,6 +27,7 @@ from datacoolie_core.metadata.selection import normalize_paths
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.orchestration.preparation import QueryRoots
 from datacoolie_core.platform import LocalPlatform
+from datacoolie_core.platform.storage import bind_default_storage_options
 from datacoolie_core.watermark.journal import CommitJournal
 from datacoolie_core.watermark.manager import WatermarkManager
 
@@ -72,6 +73,7 @@ def assemble(
     engine = ensure_engine(engine)
     platform = platform if platform is not None else (engine.platform or LocalPlatform())
     engine.attach_platform(platform)  # the same instance twice is fine; a distinct one is rejected
+    bind_default_storage_options(engine.storage_options)  # DataCoolie X-08: the engine's options reach the stores
     provider, owns = _provider(
         metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path
     )

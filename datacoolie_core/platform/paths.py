@@ -20,6 +20,7 @@ import os
 import posixpath
 import unicodedata
 from pathlib import Path
+from urllib.parse import unquote
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
 
@@ -101,6 +102,19 @@ def is_remote(root: str) -> bool:
     return any(marker in root for marker in _URI_PREFIX)
 
 
+def remote_key(url: str) -> str:
+    """An object-store URL as its store resolves it, for lexical confinement.
+
+    Percent-escapes are decoded first: URL parsers (the ``url`` crate under delta-rs and Polars)
+    read ``%2e%2e`` as ``..``. Then ``\\`` becomes ``/`` and ``.``/``..`` segments are applied
+    below ``scheme://``, so ``s3://bucket/lake/%2E%2E/x`` is ``s3://bucket/x`` and a climb above
+    the bucket stays visible as a leading ``..``.
+    """
+    scheme, _, rest = url.partition("://")
+    text = unquote(rest).replace("\\", "/")
+    return f"{scheme.lower()}://{posixpath.normpath(text) if text else '.'}"
+
+
 def confined_path(root: str, *parts: str | None) -> str:
     """``root/part/...`` (empty parts skipped), refused when the normalised result leaves ``root``.
 
@@ -113,8 +127,11 @@ def confined_path(root: str, *parts: str | None) -> str:
     """
     kept = [p for p in parts if p]
     joined = posixpath.join(root, *(p.replace("\\", "/").lstrip("/") for p in kept))
-    base = posixpath.normpath(root.replace("\\", "/")) if root else "."
-    target = posixpath.normpath(joined.replace("\\", "/"))
+    if is_remote(root):
+        base, target = remote_key(root), remote_key(joined)
+    else:
+        base = posixpath.normpath(root.replace("\\", "/")) if root else "."
+        target = posixpath.normpath(joined.replace("\\", "/"))
     if not _within(target, base):
         raise PathEscapeError(f"{shown('/'.join(kept))} leaves its root {shown(root)}; keep names inside the root")
     return joined
@@ -131,7 +148,7 @@ def ensure_confined(root: str, path: str, *, what: str) -> None:
         PathEscapeError: ``path`` resolves outside ``root``.
     """
     if is_remote(root) or is_remote(path):
-        if not _within(posixpath.normpath(path), posixpath.normpath(root)):
+        if not _within(remote_key(path), remote_key(root)):
             raise PathEscapeError(f"the {what} {shown(path)} is outside its root {shown(root)}")
         return
     base = Path(os.path.realpath(root))
@@ -144,6 +161,8 @@ def ensure_confined(root: str, path: str, *, what: str) -> None:
 
 
 def _within(target: str, base: str) -> bool:
+    if "://" in base and target.partition("://")[2].startswith(".."):
+        return False  # climbed above the bucket
     if base in (".", ""):
         return not (target == ".." or target.startswith(("../", "/")))
     return target == base or target.startswith(base.rstrip("/") + "/")

@@ -28,6 +28,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.coerce import build_path, did_you_mean
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
+from datacoolie_core.platform.storage import delta_storage_options, is_object_store
 from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.finalize import collect_scan, plan_read, source_label
 from datacoolie_core.sql.lineage import query_tables
@@ -62,7 +63,7 @@ def open_table(path: str, label: str) -> DeltaTable:
         SourceError: no Delta table there, or its log cannot be read.
     """
     try:
-        return DeltaTable(path)
+        return DeltaTable(path, storage_options=delta_storage_options(path))
     except TableNotFoundError as e:
         raise SourceError(
             f"{label}: no Delta table at '{path}' (resolved against {os.getcwd()}); "
@@ -125,7 +126,7 @@ def _resolve_table(base: str, schema: str | None, name: str, default_schema: str
         candidates.append(build_path(base, name))
     for path in candidates:
         ensure_confined(base, path, what=f"table '{name}' of source.query")
-        if os.path.isdir(os.path.join(path, "_delta_log")):
+        if _is_delta(path):
             return path
     known = list_delta_tables(base)
     wanted = f"{schema}.{name}" if schema else name
@@ -149,6 +150,8 @@ def list_delta_tables(base: str) -> list[str]:
 
 
 def _subdirs(path: str) -> list[str]:
+    if is_object_store(path):
+        return []  # not listed on object storage: the error then names no candidate tables
     try:
         return sorted(e.name for e in os.scandir(path) if e.is_dir() and not e.name.startswith((".", "_")))
     except OSError:
@@ -156,4 +159,7 @@ def _subdirs(path: str) -> list[str]:
 
 
 def _is_delta(*parts: str) -> bool:
+    path = "/".join(p.rstrip("/") for p in parts)
+    if is_object_store(path):  # no folders to look at: ask delta-rs
+        return DeltaTable.is_deltatable(path, storage_options=delta_storage_options(path))
     return os.path.isdir(os.path.join(*parts, "_delta_log"))

@@ -47,6 +47,7 @@ from datacoolie_core.columns import (
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
+from datacoolie_core.platform.storage import is_object_store, storage_options_for
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
@@ -55,6 +56,14 @@ from datacoolie_core.sources.excel import read_excel
 from datacoolie_core.sources.finalize import collect_scan, lower_bounds, plan_read, source_label
 from datacoolie_core.sources.hive import partition_columns, with_partitions
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
+from datacoolie_core.sources.remote_files import (
+    check_object_unchanged,
+    list_remote_files,
+    readable_path,
+    refuse_date_folders,
+    settle_mark,
+    settled,
+)
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
 
@@ -88,8 +97,10 @@ class FileReader:
         fmt = source.connection.format or "parquet"
         folder = _folder(source, label)
         hive = source.connection.configure.use_hive_partitioning
+        mark = settle_mark()  # before listing: S3's whole-second LastModified (remote_files.settled)
         listed, folder_of = _listing(source, request, folder, EXTENSIONS[fmt], recursive=hive, label=label)
-        files = prune_by_mtime(listed, source, request, label=label)
+        mtime = any(_is_mtime(c) for c in source.watermark_columns)
+        files = settled(prune_by_mtime(listed, source, request, label=label), mtime, mark)
         for info in files:  # a file read through a symlink out of the root is refused (docs/confinement.md)
             ensure_confined(source.connection.base_path or folder, info.path, what="source file")
         action: dict[str, Any] = {"path": folder, "format": fmt, "files_listed": len(listed),
@@ -130,6 +141,9 @@ def check_unchanged(files: list[FileInfo], label: str) -> None:
     write's own: both must have read the same bytes, or the watermark could pass rows never written.
     """
     for info in files:
+        if is_object_store(info.path):
+            check_object_unchanged(info.path, info.modified, info.size, label)
+            continue
         try:
             stat = os.stat(info.path)
         except OSError as e:
@@ -161,6 +175,7 @@ def _listing(
     levels = source_levels(source, label)
     if levels is None:
         return list_files(folder, extension, recursive=recursive, label=label), {}
+    refuse_date_folders(folder, label)
     lower, upper = folder_bounds(source, request, label)
     if not os.path.isdir(folder):
         list_files(folder, extension, recursive=recursive, label=label)  # raises the missing-folder error
@@ -191,6 +206,8 @@ def list_files(folder: str, extension: str, *, recursive: bool, label: str) -> l
     Raises:
         SourceError: the folder does not exist or cannot be listed.
     """
+    if is_object_store(folder):
+        return list_remote_files(folder, extension, recursive=recursive, label=label, make=FileInfo)
     if not os.path.isdir(folder):
         raise SourceError(
             f"{label}: folder '{folder}' does not exist (resolved against {os.getcwd()}); "
@@ -229,7 +246,10 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
     try:
         if fmt == "parquet":
             return pl.scan_parquet(
-                path, hive_partitioning=hive, **polars_options(pl.scan_parquet, options, label=label)
+                path,
+                hive_partitioning=hive,
+                storage_options=storage_options_for(path),
+                **polars_options(pl.scan_parquet, options, label=label),
             )
         if fmt == "csv":
             return read_csv_strings(path, csv_options(options, label=label), label=label)
@@ -250,10 +270,14 @@ def _scan_files(
     """One lazy frame per file. JSON lines infer their types over every line, as Spark does, which
     costs Polars about three parses of the file: the files' schemas are inferred side by side
     (Polars releases the GIL), which halves that on two cores."""
+
+    def scan(f: FileInfo) -> pl.LazyFrame | None:  # a remote csv/json file is read from a local copy
+        return scan_file(readable_path(f.path, fmt, f.modified, f.size), fmt, options, hive=hive, label=label)
+
     if fmt != "jsonl" or len(files) < 2:
-        return [scan_file(f.path, fmt, options, hive=hive, label=label) for f in files]
+        return [scan(f) for f in files]
     with ThreadPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1)) as pool:
-        return list(pool.map(lambda f: scan_file(f.path, fmt, options, hive=hive, label=label), files))
+        return list(pool.map(scan, files))
 
 
 def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFrame:
@@ -303,8 +327,8 @@ def _folder(source: Source, label: str) -> str:
     path = source.path
     if not path:
         raise SourceError(f"{label}: a file source needs connection base_path and table; set configure.base_path")
-    if "://" in path:
-        raise SourceError(f"{label}: remote path '{path}' is not supported by this engine yet; use a local path")
+    if "://" in path and not is_object_store(path):
+        raise SourceError(f"{label}: path '{path}' is not a local folder nor an object store (s3, abfss, gs)")
     return path
 
 

@@ -32,6 +32,7 @@ from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.connection import Connection
+from datacoolie_core.platform.storage import bind_from_environment, delta_storage_options
 from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
 from datacoolie_core.sources.api import ApiReader
 from datacoolie_core.sources.base import ReadRequest
@@ -64,6 +65,7 @@ def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerp
     """
     fmt = dataflow.source.connection.format or ""
     label = source_label(dataflow.source)
+    bind_from_environment(dataflow.source.connection)  # an object-store source: its options, as a run binds them
     if fmt == "delta":
         return {"delta_versions": {ref_name(ref): _delta_version(ref, label) for ref in refs}}
     if fmt in EXTENSIONS:
@@ -102,7 +104,7 @@ def open_delta(ref: SourceRef, label: str) -> DeltaTable:
     candidates = [p for p in (ref.path, ref.fallback_path) if p]
     for path in candidates:
         try:
-            return DeltaTable(path)
+            return DeltaTable(path, storage_options=delta_storage_options(path))
         except TableNotFoundError:
             continue
         except (DeltaError, OSError) as e:

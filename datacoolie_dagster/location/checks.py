@@ -26,6 +26,7 @@ from datacoolie_core.columns import IS_CURRENT
 from datacoolie_core.errors import WatermarkError
 from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.platform.storage import delta_storage_options, is_object_store, table_uri
 from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_dagster.constants import MAX_WATERMARK_LAG
@@ -175,8 +176,8 @@ def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
     names, for a duplicated key, the partitions it lives in.
     """
     destination = asset.table.first.destination
-    path = os.path.abspath(destination.path or "")
-    if not os.path.isdir(os.path.join(path, "_delta_log")):
+    path = table_uri(destination.path or "")
+    if not _table_exists(path):
         return dg.AssetCheckResult(
             asset_key=asset.spec.key,
             check_name=UNIQUE_KEYS,
@@ -204,10 +205,18 @@ def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
     )
 
 
+def _table_exists(path: str) -> bool:
+    if not is_object_store(path):
+        return os.path.isdir(os.path.join(path, "_delta_log"))
+    from deltalake import DeltaTable  # only for a table on object storage: a local one is a folder check
+
+    return bool(DeltaTable.is_deltatable(path, storage_options=delta_storage_options(path)))
+
+
 def _keyed_rows(destination: Destination, path: str) -> tuple[pl.LazyFrame, list[str], list[str]]:
     """The rows the keys must be unique in (scd2: current ones), the declared keys and the partition
     columns not among them, spelled as the table has them."""
-    frame = pl.scan_delta(path)
+    frame = pl.scan_delta(path, storage_options=delta_storage_options(path))
     names = frame.collect_schema().names()
     # metadata may name raw source columns; the table has the sanitized names (the resource runs in lower mode)
     keys = final_names(names, destination.merge_keys)

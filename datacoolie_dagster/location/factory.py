@@ -177,5 +177,8 @@ def build_definitions(
         jobs=jobs,
         schedules=[s for s in timed if isinstance(s, dg.ScheduleDefinition)],
         sensors=[*(s for s in timed if isinstance(s, dg.SensorDefinition)), *sensors],
-        resources={RESOURCE_KEY: resource, IO_MANAGER_KEY: io_manager or DataCoolieIOManager()},
+        resources={
+            RESOURCE_KEY: resource,
+            IO_MANAGER_KEY: io_manager or DataCoolieIOManager(metadata_path=resource.metadata_path),
+        },
     )

@@ -49,12 +49,17 @@ class DataCoolieIOManager(dg.ConfigurableIOManagerFactory):
     """
 
     storage_options: dict[str, str] | None = None
-    """Object-store options for delta-rs (credentials, endpoint); not needed for local paths."""
+    """Object-store options for delta-rs (credentials, endpoint) used for every table; not needed for
+    local paths. Unset, a table on object storage is read with its connection's options (below)."""
+    metadata_path: str | None = None
+    """The metadata whose connections give an object-store table its options (``configure.storage_options``
+    and credentials from ``secrets_ref``, resolved from the environment as a run resolves them).
+    :func:`~datacoolie_dagster.build_definitions` sets it."""
 
     def create_io_manager(self, context: dg.InitResourceContext) -> dg.IOManager:
         from datacoolie_dagster.location.table_reads import DataCoolieDeltaIOManager
 
-        return DataCoolieDeltaIOManager(storage_options=self.storage_options)
+        return DataCoolieDeltaIOManager(storage_options=self.storage_options, metadata_path=self.metadata_path)
 
 
 class TableReadError(DataCoolieError):

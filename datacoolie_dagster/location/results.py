@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,6 +11,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
+from datacoolie_core.platform.storage import delta_storage_options, table_uri
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.column_lineage import TableColumns, written_lineage
 from datacoolie_dagster.location.tables import DestinationTable
@@ -53,7 +53,7 @@ def delta_table_metadata(path: str | None, columns: TableColumns | None = None) 
     if not path:
         return {}
     try:
-        table = DeltaTable(os.path.abspath(path))
+        table = DeltaTable(table_uri(path), storage_options=delta_storage_options(path))
     except (TableNotFoundError, OSError):
         return {}
     fields = table.schema().fields

@@ -17,7 +17,8 @@ stock manager gets wrong for DataCoolie tables (checked on polars 2.1.0, dagster
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 import dagster as dg
 import polars as pl
@@ -27,6 +28,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.columns import IS_CURRENT
+from datacoolie_core.platform.storage import bind_from_environment, delta_storage_options, is_object_store
 from datacoolie_core.sources.base import ReadRange
 from datacoolie_core.sources.window import build_window, window_predicate
 from datacoolie_dagster import constants
@@ -37,16 +39,50 @@ if TYPE_CHECKING:
     from upath import UPath
 
 
+@dataclass(frozen=True)
+class OpenedTable:
+    """The location of a table on object storage, as the base manager's ``load_from_path`` takes it.
+
+    The base asks only ``exists()``, after :meth:`DataCoolieDeltaIOManager.scan_df_from_path` opened
+    the table (a missing table raised there), so it is true. An fsspec ``UPath`` would need s3fs /
+    adlfs / gcsfs installed just to answer that.
+    """
+
+    uri: str
+
+    def exists(self) -> bool:
+        return True
+
+    def __str__(self) -> str:
+        return self.uri
+
+
 class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
     """``PolarsDeltaIOManager`` reading DataCoolie tables where they are, by replay window.
 
     Built by :class:`~datacoolie_dagster.location.io_manager.DataCoolieIOManager` for each run.
     """
 
+    metadata_path: str | None = None
+    """Where a table on object storage finds its connection's options (see ``DataCoolieIOManager``)."""
+
     @property
     def storage_options(self) -> dict[str, Any]:
         # the base reads them from ``base_dir``'s UPath, which we have none of: every table has its own URI
         return dict(self.cloud_storage_options or {})
+
+    def table_options(self, context: dg.InputContext, uri: str) -> dict[str, str] | None:
+        """The options ``uri`` is opened with: the manager's own, else those of the table's connection."""
+        if self.cloud_storage_options or not is_object_store(uri):
+            return self.storage_options or None
+        name = _upstream_metadata(context).get(constants.CONNECTION)
+        if self.metadata_path and name:
+            from datacoolie_core.metadata.file_provider import FileProvider
+
+            connection = FileProvider(self.metadata_path).get_connection_by_name(str(name))
+            if connection is not None:
+                bind_from_environment(connection)  # its secrets from the environment, as a run resolves them
+        return delta_storage_options(uri)
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is not None:
@@ -76,7 +112,9 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
                 f"only Delta tables with a path are read, not {fmt!r} (uri: {uri})",
                 "read it in your asset with polars directly",
             )
-        return UPath(str(uri), **self.storage_options)
+        if is_object_store(str(uri)):
+            return cast("UPath", OpenedTable(str(uri)))
+        return UPath(str(uri))
 
     def scan_df_from_path(self, path: UPath, context: dg.InputContext) -> pl.LazyFrame:
         """The table as a ``LazyFrame``: current rows of an SCD2 table, the mapped partitions' windows."""
@@ -108,7 +146,9 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
         pinned = (context.definition_metadata or {}).get("version", self.version)
         try:
             return DeltaTable(
-                uri, version=int(pinned) if pinned is not None else None, storage_options=self.storage_options or None
+                uri,
+                version=int(pinned) if pinned is not None else None,
+                storage_options=self.table_options(context, uri),
             )
         except TableNotFoundError as e:
             raise TableReadError(

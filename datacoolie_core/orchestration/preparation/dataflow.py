@@ -15,6 +15,7 @@ from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import ConnectionRef, DataFlow, Destination, Source
 from datacoolie_core.orchestration.preparation.query import QueryFileError, QueryRoots, resolve_query
 from datacoolie_core.platform.paths import PathEscapeError, ensure_confined
+from datacoolie_core.platform.storage import bind_storage
 from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
 
 PreparationScope = Literal["etl", "maintenance"]
@@ -101,4 +102,5 @@ def _resolve_secrets(refs: list[ConnectionRef], provider: SecretProvider, datafl
                 raise SecretError(
                     e.reason, connection=e.connection, field=e.field, source=e.source, dataflow=dataflow
                 ) from e
+            bind_storage(resolved[id(connection)])  # an object-store base_path opens with these options
         ref.bind(resolved[id(connection)])
