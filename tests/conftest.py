@@ -71,7 +71,8 @@ def spark() -> Iterator[Any]:
 # PostgreSQL servers (marked by the fixtures they use) and real Dagster daemons (marked `daemon` where
 # they start one).
 _FIXTURE_TIERS = {"spark": ("spark",), "postgres": ("postgres_url", "postgres_server", "postgres_database")}
-_SLOW = ("spark", "postgres", "daemon")
+_FIXTURE_TIERS["mariadb"] = ("mariadb_url",)
+_SLOW = ("spark", "postgres", "daemon", "mariadb")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
