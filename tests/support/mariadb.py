@@ -101,7 +101,7 @@ def start_mariadb() -> Iterator[str]:
              "--bind-address=127.0.0.1", f"--pid-file={root / 'mysqld.pid'}", f"--log-error={log}",
              "--skip-log-bin", "--skip-name-resolve", "--innodb-buffer-pool-size=32M",
              "--innodb-flush-log-at-trx-commit=0", "--character-set-server=utf8mb4",
-             "--collation-server=utf8mb4_unicode_ci", *_user_args()],
+             "--collation-server=utf8mb4_unicode_ci", "--default-time-zone=+00:00", *_user_args()],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
