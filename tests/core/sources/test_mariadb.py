@@ -77,7 +77,7 @@ def _row(i: int, hour: int, status: str = "ok") -> tuple[Any, ...]:
     ids=["datetime6", "timestamp-utc", "date", "decimal", "bigint"],
 )  # fmt: skip
 def test_table_mode_full_then_incremental_with_push_down(maria: Any, column: str, after1: Any, pushed: str) -> None:
-    conn, configure, schema = maria
+    conn, configure, _ = maria
     source = maria_source(configure, table="orders", watermark_columns=[column])
 
     # load 1 — everything, in the column types' dtypes
