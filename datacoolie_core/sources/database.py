@@ -74,7 +74,7 @@ class DatabaseReader:
         label = source_label(source)
         connection = source.connection
         dialect = get_dialect(connection, label)
-        base = parse_query(source.query, dialect, label=label) if source.query else _table(source, dialect, label)
+        base = base_query(source, dialect, label)
         window = read_window(source, request)
         with connect(connection, dialect, label) as conn:
             declared = _sqlite_types(conn, base, label) if dialect == "sqlite" else None
@@ -82,7 +82,7 @@ class DatabaseReader:
             if window is not None or source.filter_expression:
                 columns = declared if declared is not None else _describe(conn, base, connection, dialect, label)
                 condition = where_condition(window, source.filter_expression, columns, dialect, label=label)
-            sql = _final_sql(source, base, condition, dialect)
+            sql = final_sql(source.query, base, condition, dialect)
             data = _fetch(conn, sql, source.read_options, connection, dialect, label)
         if declared:
             data = _parse_sqlite_temporals(data, declared, label)
@@ -107,10 +107,19 @@ def _table(source: Source, dialect: str, label: str) -> exp.Select:
     return table_query(source.schema_name, source.table, dialect)
 
 
-def _final_sql(source: Source, base: exp.Query, condition: exp.Expr | None, dialect: str) -> str:
+def base_query(source: Source, dialect: str, label: str) -> exp.Query:
+    """The source's query (parsed ``source.query``) or its table's ``SELECT *``, in ``dialect``."""
+    return parse_query(source.query, dialect, label=label) if source.query else _table(source, dialect, label)
+
+
+def final_sql(user_query: str | None, base: exp.Query, condition: exp.Expr | None, dialect: str) -> str:
+    """The SQL submitted: ``base`` (the table, or the parsed ``user_query``) filtered by ``condition``.
+
+    A user query with nothing to filter is submitted as written; otherwise it is wrapped.
+    """
     if condition is None:
-        return source.query if source.query else base.sql(dialect=dialect)
-    outer = wrap(base) if source.query else base.copy()
+        return user_query if user_query else base.sql(dialect=dialect)
+    outer = wrap(base) if user_query else base.copy()
     assert isinstance(outer, exp.Select)  # table mode builds a SELECT; query mode is wrapped in one
     return outer.where(condition, copy=False).sql(dialect=dialect)
 

@@ -84,12 +84,16 @@ def url_scheme(url: str | None) -> str | None:
     return urlsplit(url).scheme.split("+")[0].lower() or None
 
 
-def database_problems(connection: Connection) -> Iterator[tuple[str, str]]:
+def database_problems(connection: Connection) -> list[tuple[str, str]]:
     """``(configure path, message)`` for what a run of a database connection would refuse.
 
     An unknown ``url`` scheme (with the closest known one) and ``read_options`` keys a DB-API
     backend does not take. ``database_type`` itself is checked by the model.
     """
+    return list(_database_problems(connection)) if connection.connection_type == "database" else []
+
+
+def _database_problems(connection: Connection) -> Iterator[tuple[str, str]]:
     c = connection.configure
     scheme = url_scheme(c.url)
     schemes = [s for kind in KINDS.values() for s in kind.schemes]
