@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from datacoolie_core.redaction import clear_secrets
+from tests.support.mariadb import mariadb_url as _mariadb_url
 from tests.support.spark import start_spark
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -65,6 +66,13 @@ def spark() -> Iterator[Any]:
     session = start_spark()
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def mariadb_url() -> Iterator[str]:
+    """One real MariaDB server for the test run (see tests/support/mariadb.py); tests using it are marked ``mariadb``."""
+    with _mariadb_url() as url:
+        yield url
 
 
 # Slow tiers, so the fast tier (`-m "not slow"`) runs in a few minutes: the Spark oracle (JVM), real

@@ -7,7 +7,8 @@ reading the data:
   from the log only (``DeltaTable(path).version()``).
 * Files (parquet, csv, json, jsonl, avro, excel): the count and newest modification time of the
   files the reader would list (same extension, hidden-file and hive-recursion rules, every date folder).
-* Databases (``format: sql``, SQLite/PostgreSQL): ``SELECT COUNT(*), MAX(<watermark column>)…``
+* Databases (``format: sql``, SQLite/PostgreSQL/MySQL/MariaDB, and SQL Server/Oracle untested):
+  ``SELECT COUNT(*), MAX(<watermark column>)…``
   over the table or query, built as a sqlglot tree (identifiers quoted, nothing concatenated).
 * REST APIs (``format: api``): the record count and the maximum of each watermark column of the
   endpoint as a first run reads it (every page up to ``max_pages``, no stored watermark): an API has
@@ -158,7 +159,7 @@ def source_query(dataflow: DataFlow, label: str) -> tuple[Connection, str, exp.Q
     if source.query:
         return connection, dialect, parse_query(source.query, dialect, label=label)
     if source.table:
-        return connection, dialect, table_query(source.schema_name, source.table)
+        return connection, dialect, table_query(source.schema_name, source.table, dialect)
     raise SourceError(f"{label}: a database source needs table or query")
 
 

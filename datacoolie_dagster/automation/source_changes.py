@@ -10,7 +10,7 @@ state to keep. It reads as little as it can:
   ``load_cdf`` (inserted rows and update post-images); else the files added between the versions
   (the difference of the two versions' add actions): a Delta partition value or the min/max
   statistics of the window column when they fall in one window, else the file's window column.
-* Databases (SQLite, PostgreSQL): ONE aggregation over the rows past the watermark seen,
+* Databases (SQLite, PostgreSQL, MySQL/MariaDB; SQL Server and Oracle untested): ONE aggregation over the rows past the watermark seen,
   ``SELECT <window bucket>, MAX(<watermark>)… WHERE <watermark> > <seen> GROUP BY <bucket>``, so a
   late row (new watermark, old window) touches its old window.
 """
@@ -54,6 +54,9 @@ Grain = str | tuple[int, int]
 ``(start, step)`` for integer ranges."""
 
 _NEW_ROWS = ("insert", "update_postimage")
+_MYSQL_BUCKETS = {"minute": "%Y-%m-%d %H:%i:00", "hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d %H:00:00",
+                  "month": "%Y-%m-%d %H:00:00"}  # fmt: skip
+"""Never coarser than an hour, as PostgreSQL's: Python maps the hours to windows in the partitions' zone."""
 _SQLITE_BUCKETS = {"minute": "%Y-%m-%d %H:%M:00", "hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d",
                    "month": "%Y-%m-01"}  # fmt: skip
 
@@ -215,6 +218,9 @@ def _bucket(column: exp.Expr, grain: Grain, dialect: str) -> exp.Expr:
         return exp.Sub(this=column.copy(), expression=exp.Paren(this=offset))
     if dialect == "sqlite":  # SQLite timestamps are ISO text: cut the text
         return exp.Anonymous(this="strftime", expressions=[exp.Literal.string(_SQLITE_BUCKETS[grain]), column])
+    if dialect == "mysql":  # MySQL/MariaDB (sessions in UTC): the hour or minute, back as a DATETIME
+        cut = exp.Anonymous(this="DATE_FORMAT", expressions=[column, exp.Literal.string(_MYSQL_BUCKETS[grain])])
+        return exp.cast(cut, exp.DataType.build("DATETIME", dialect="mysql"))
     # PostgreSQL: date_trunc of a timestamptz works in the session's time zone, so never coarser than an
     # hour (an hour is an hour in every whole-hour zone): Python maps the hours to their windows
     unit = "minute" if grain == "minute" else "hour"

@@ -19,9 +19,12 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -131,3 +134,22 @@ def mariadb_url() -> Iterator[str]:
         return
     with start_mariadb() as started:
         yield started
+
+
+@contextmanager
+def fresh_database(url: str) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """A new database on the server at ``url``: (autocommit pymysql connection to it, connection configure)."""
+    import pymysql
+
+    parts = urlsplit(url)
+    name = f"d_{uuid.uuid4().hex[:10]}"
+    conn = pymysql.connect(host=parts.hostname, port=parts.port, user=parts.username, password=parts.password,
+                           charset="utf8mb4", autocommit=True)  # fmt: skip
+    try:
+        conn.cursor().execute(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4")
+        conn.select_db(name)
+        yield conn, {"database_type": "mysql", "host": parts.hostname, "port": parts.port, "database": name,
+                     "username": parts.username, "password": parts.password}  # fmt: skip
+    finally:
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        conn.close()

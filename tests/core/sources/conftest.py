@@ -4,7 +4,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.mariadb import mariadb_url as _mariadb_url
 from tests.support.postgres import postgres_url as _postgres_url
 
 
@@ -14,9 +13,3 @@ def postgres_url() -> Iterator[str]:
     with _postgres_url() as url:
         yield url
 
-
-@pytest.fixture(scope="session")
-def mariadb_url() -> Iterator[str]:
-    """A real MariaDB server for the session (see tests/support/mariadb.py)."""
-    with _mariadb_url() as url:
-        yield url

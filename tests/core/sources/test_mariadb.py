@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 import polars as pl
 import pytest
@@ -19,6 +17,7 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources import ReadRange
 from datacoolie_core.watermark import deserialize_watermark, serialize_watermark
 from tests.core.sources.helpers import make_source, read, read_ok
+from tests.support.mariadb import fresh_database
 
 pymysql = pytest.importorskip("pymysql")
 
@@ -35,18 +34,9 @@ def stored(after: dict[str, Any] | None) -> dict[str, Any] | None:
 
 @pytest.fixture
 def maria(mariadb_url: str) -> Iterator[tuple[Any, dict[str, Any], str]]:
-    """(autocommit admin connection, connection configure, a fresh database name)."""
-    url = urlsplit(mariadb_url)
-    schema = f"s_{uuid.uuid4().hex[:8]}"
-    conn = pymysql.connect(host=url.hostname, port=url.port, user=url.username, password=url.password,
-                           charset="utf8mb4", autocommit=True)  # fmt: skip
-    conn.cursor().execute(f"CREATE DATABASE `{schema}` CHARACTER SET utf8mb4")
-    conn.select_db(schema)
-    configure = {"database_type": "mysql", "host": url.hostname, "port": url.port, "database": schema,
-                 "username": url.username, "password": url.password}  # fmt: skip
-    yield conn, configure, schema
-    conn.cursor().execute(f"DROP DATABASE `{schema}`")
-    conn.close()
+    """(autocommit connection to a fresh database, connection configure, the database's name)."""
+    with fresh_database(mariadb_url) as (conn, configure):
+        yield conn, configure, configure["database"]
 
 
 def maria_source(configure: dict[str, Any], **source: Any) -> Source:
