@@ -62,11 +62,13 @@ def table_query(schema: str | None, table: str, dialect: str | None = None) -> e
     ``ORDERS`` as it does in DataCoolie, and nothing in a name is ever read as SQL.
     """
 
-    def name(part: str) -> exp.Identifier:
-        folded = part.upper() if dialect == "oracle" and _PLAIN_IDENTIFIER.fullmatch(part) else part
-        return _ident(folded)
+    table_name = exp.Table(this=identifier(table, dialect), db=identifier(schema, dialect) if schema else None)
+    return exp.select(exp.Star()).from_(table_name)
 
-    return exp.select(exp.Star()).from_(exp.Table(this=name(table), db=name(schema) if schema else None))
+
+def identifier(name: str, dialect: str | None) -> exp.Identifier:
+    """``name`` quoted; in Oracle a plain identifier in upper case, as Oracle reads it unquoted."""
+    return _ident(name.upper() if dialect == "oracle" and _PLAIN_IDENTIFIER.fullmatch(name) else name)
 
 
 def parse_query(sql: str, dialect: str, *, label: str) -> exp.Query:

@@ -39,7 +39,7 @@ from datacoolie_core.sources.base import ReadRequest
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
 from datacoolie_core.sources.finalize import source_label
-from datacoolie_core.sources.pushdown import parse_query, table_query
+from datacoolie_core.sources.pushdown import identifier, parse_query, table_query
 from datacoolie_dagster.location.tables import SourceRef
 
 Fingerprint = dict[str, Any]
@@ -135,7 +135,7 @@ def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
     source = dataflow.source
     columns = [c for c in source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
     connection, dialect, base = source_query(dataflow, label)
-    (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns), label, "probe the source for new rows")
+    (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns, dialect), label, "probe the source for new rows")
     return {"rows": int(row[0]), "max": {c: jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
 
 
@@ -175,10 +175,10 @@ def fetch_rows(connection: Connection, dialect: str, query: exp.Query, label: st
             raise SourceError(f"{label}: cannot {what} ({sql}): {scrub(str(e), connection)}") from e
 
 
-def _probe_sql(base: exp.Query, columns: Sequence[str]) -> exp.Select:
+def _probe_sql(base: exp.Query, columns: Sequence[str], dialect: str) -> exp.Select:
     """``SELECT COUNT(*), MAX("c1"), … FROM (<base>) AS "t"``: one row, whatever the source's size."""
     aggregates: list[exp.Expr] = [exp.Count(this=exp.Star())]
-    aggregates += [exp.Max(this=exp.column(exp.to_identifier(c, quoted=True))) for c in columns]
+    aggregates += [exp.Max(this=exp.column(identifier(c, dialect))) for c in columns]
     return exp.select(*aggregates).from_(base.subquery(exp.to_identifier("t", quoted=True)))
 
 

@@ -35,6 +35,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.sources.date_folders import folder_date_of
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
 from datacoolie_core.sources.finalize import source_label
+from datacoolie_core.sources.pushdown import identifier
 from datacoolie_dagster.automation.observations import (
     fetch_rows,
     files_fingerprint,
@@ -196,10 +197,12 @@ def _database_change(
         raise SourceError(f"{label}: a database source is sensed by partition only with a watermark column")
     seen = (before or {}).get("max") or {}
     connection, dialect, base = source_query(dataflow, label)
-    bucket = _bucket(_column(column), grain, dialect)
-    query = exp.select(bucket, *(exp.Max(this=_column(c)) for c in watermarks))
+    bucket = _bucket(_column(column, dialect), grain, dialect)
+    query = exp.select(bucket, *(exp.Max(this=_column(c, dialect)) for c in watermarks))
     query = query.from_(base.subquery(exp.to_identifier("t", quoted=True))).group_by(bucket.copy())
-    past = [exp.GT(this=_column(c), expression=_literal(seen[c])) for c in watermarks if seen.get(c) is not None]
+    past = [
+        exp.GT(this=_column(c, dialect), expression=_literal(seen[c])) for c in watermarks if seen.get(c) is not None
+    ]
     if past:
         query = query.where(exp.or_(*past))
     rows = fetch_rows(connection, dialect, query, label, "read the windows of the new rows")
@@ -227,8 +230,8 @@ def _bucket(column: exp.Expr, grain: Grain, dialect: str) -> exp.Expr:
     return exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), column])
 
 
-def _column(name: str) -> exp.Column:
-    return exp.column(exp.to_identifier(name, quoted=True))
+def _column(name: str, dialect: str) -> exp.Column:
+    return exp.column(identifier(name, dialect))
 
 
 def _literal(value: Any) -> exp.Expr:

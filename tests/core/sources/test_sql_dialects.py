@@ -225,3 +225,34 @@ def test_unknown_read_option_of_a_dbapi_database(monkeypatch: pytest.MonkeyPatch
     issues = {i.path: i.message for i in validate_document(document).issues}
     assert "did you mean 'batch_size'?" in issues["connections[0].configure.read_options.batchsize"]
     assert "did you mean 'mysql'?" in issues["connections[1].configure.url"]
+
+
+def test_a_document_reading_every_database_validates() -> None:
+    databases = {
+        "sqlite": {"database_type": "sqlite", "database": "./crm.db"},
+        "postgresql": {"database_type": "postgresql", "host": "pg", "database": "shop", "username": "etl",
+                       "password": "PG_PASSWORD"},
+        "mysql": {"database_type": "mysql", "host": "maria", "database": "shop", "username": "etl",
+                  "password": "MYSQL_PASSWORD", "read_options": {"batch_size": 10000}},
+        "mariadb_url": {"url": "mariadb://{user}:{password}@maria:3306/shop", "username": "etl",
+                        "password": "MYSQL_PASSWORD"},
+        "mssql": {"database_type": "mssql", "host": "sqlserver", "database": "shop", "username": "etl",
+                  "password": "MSSQL_PASSWORD"},
+        "oracle": {"database_type": "oracle", "host": "ora", "port": 1521, "database": "ORCLPDB1",
+                   "username": "etl", "password": "ORACLE_PASSWORD"},
+    }  # fmt: skip
+    connections = [
+        {"name": name, "format": "sql", "configure": configure}
+        | ({"secrets_ref": {"env": ["password"]}} if "password" in configure else {})
+        for name, configure in databases.items()
+    ]
+    connections.append({"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}})
+    dataflows = [
+        {"name": f"{name}_orders", "stage": "load",
+         "source": {"connection_name": name, "schema_name": "sales", "table": "orders", "watermark_columns": ["updated_at"]},
+         "destination": {"connection_name": "lake", "table": f"{name}_orders", "load_type": "append"}}
+        for name in databases
+    ]  # fmt: skip
+    result = validate_document({"connections": connections, "dataflows": dataflows})
+    assert [i for i in result.issues if i.severity == "error"] == []
+    assert len(result.dataflows) == len(databases)
