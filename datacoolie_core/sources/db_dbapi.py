@@ -15,7 +15,7 @@ as text) is a :class:`SourceError` naming the column and the fix, never a silent
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
 from types import ModuleType
 from typing import Any, Protocol
@@ -25,11 +25,14 @@ import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.errors import SourceError
+from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.sources.db_kinds import DatabaseKind
 from datacoolie_core.sources.pushdown import Columns, probe
 
 ColumnTypes = list[tuple[str, pl.DataType | None]]
+Scrub = Callable[[str], str]
+"""A driver message -> the same without the connection's password."""
 DEFAULT_BATCH_SIZE = 50_000
 
 
@@ -94,7 +97,7 @@ def fill_url(url: str, connection: Connection) -> str:
     return url
 
 
-def describe(conn: Any, base: exp.Query, backend: Backend, dialect: str, label: str, scrub: Any) -> Columns:
+def describe(conn: Any, base: exp.Query, backend: Backend, dialect: str, label: str, scrub: Scrub) -> Columns:
     """The columns of ``base`` and their dtypes, from a probe that returns no row."""
     sql = probe(base).sql(dialect=dialect)
     with closing(conn.cursor()) as cursor:
@@ -107,7 +110,7 @@ def describe(conn: Any, base: exp.Query, backend: Backend, dialect: str, label: 
     return dict(types)
 
 
-def fetch(conn: Any, sql: str, backend: Backend, options: dict[str, Any], label: str, scrub: Any) -> pl.DataFrame:
+def fetch(conn: Any, sql: str, backend: Backend, options: dict[str, Any], label: str, scrub: Scrub) -> pl.DataFrame:
     """Every row of ``sql``, each column in its database type's dtype."""
     batch_size = _batch_size(options, label)
     with closing(conn.cursor()) as cursor:
@@ -132,7 +135,10 @@ def _column_types(backend: Backend, cursor: Any, label: str) -> ColumnTypes:
 def _batch_size(options: dict[str, Any], label: str) -> int:
     unknown = sorted(set(options) - {"batch_size"})
     if unknown:
-        raise SourceError(f"{label}: read option '{unknown[0]}' is not an option of this database; valid: batch_size")
+        raise SourceError(
+            f"{label}: read option '{unknown[0]}' is not an option of this database"
+            f"{did_you_mean(unknown[0], ['batch_size'])}; valid options: batch_size"
+        )
     size = options.get("batch_size", DEFAULT_BATCH_SIZE)
     if isinstance(size, str) and size.strip().isdigit():
         size = int(size)
