@@ -12,4 +12,3 @@ def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server for the session (see tests/support/postgres.py)."""
     with _postgres_url() as url:
         yield url
-

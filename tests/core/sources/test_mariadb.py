@@ -204,7 +204,7 @@ def test_batches_are_concatenated_and_the_session_is_read_only(maria: Any) -> No
     source = maria_source(configure | {"read_options": {"batch_size": 10}}, table="orders")
     assert read_ok(source).data["id"].to_list() == list(range(1, 26))
     misspelt = maria_source(configure | {"read_options": {"batchsize": 10}}, table="orders")
-    with pytest.raises(SourceError, match="read option 'batchsize' is not an option.*did you mean 'batch_size'"):
+    with pytest.raises(SourceError, match=r"read option 'batchsize' is not an option.*did you mean 'batch_size'"):
         read(misspelt)
     with pytest.raises(SourceError, match="READ ONLY"):
         read(maria_source(configure, query="SELECT id FROM orders FOR UPDATE"))
