@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
@@ -12,6 +13,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from datacoolie_core.cli import main
 from datacoolie_core.errors import SourceConnectionError, SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources import ReadRange
@@ -208,3 +210,46 @@ def test_batches_are_concatenated_and_the_session_is_read_only(maria: Any) -> No
         read(misspelt)
     with pytest.raises(SourceError, match="READ ONLY"):
         read(maria_source(configure, query="SELECT id FROM orders FOR UPDATE"))
+
+
+def test_end_to_end_cli_runs_and_replay_into_delta(
+    maria: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``datacoolie run`` twice (incremental merge) and ``replay`` from MariaDB into Delta, password from the environment."""
+    conn, configure, _ = maria
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DC_TEST_MARIA_PASSWORD", configure["password"])
+    insert(conn, [_row(1, 1), _row(2, 2)])
+    connection = {"name": "shop", "format": "sql", "configure": configure | {"password": "DC_TEST_MARIA_PASSWORD"},
+                  "secrets_ref": {"env:": ["password"]}}  # fmt: skip
+    document = {
+        "connections": [connection, {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}}],
+        "dataflows": [{"name": "orders", "stage": "load",
+                       "source": {"connection_name": "shop", "table": "orders", "watermark_columns": ["changed_at"]},
+                       "destination": {"connection_name": "lake", "table": "orders", "load_type": "merge_upsert",
+                                       "merge_keys": ["id"]}}],
+    }  # fmt: skip
+    (tmp_path / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    args = ["--metadata", "metadata.json", "--state-path", "state", "--log-path", "logs", "--json", "--no-observers"]
+
+    def cli(*argv: str) -> dict[str, Any]:
+        code = main([*argv, *args])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        return json.loads(out)
+
+    assert cli("run")["dataflows"][0]["destination"]["rows_written"] == 2
+    with conn.cursor() as cur:  # a new row and an update of row 1 past the watermark
+        cur.execute("UPDATE orders SET status = 'changed', changed_at = '2024-01-01 09:00:00' WHERE id = 1")
+    insert(conn, [_row(3, 3)])
+    second = cli("run")["dataflows"][0]
+    assert second["source"]["rows_read"] == 2
+    table = pl.read_delta("lake/orders").sort("id")
+    assert table.select("id", "status", "amount").rows() == [(1, "changed", Decimal("1.50")),
+        (2, "ok", Decimal("2.50")), (3, "ok", Decimal("3.50"))]  # fmt: skip
+    assert table.schema["changed_at"] == pl.Datetime("us", "UTC")  # a Delta timestamp, as every naive one is written
+
+    replay = cli("replay", "--stage", "load", "--start", "2024-01-01 02:00:00", "--end", "2024-01-01 04:00:00")
+    assert sum(d["source"]["rows_read"] for d in replay["dataflows"]) == 2  # rows 2 and 3
+    logged = "\n".join(p.read_text(errors="replace") for p in (tmp_path / "logs").rglob("*") if p.is_file())
+    assert configure["password"] not in logged

@@ -243,7 +243,7 @@ def test_a_document_reading_every_database_validates() -> None:
     }  # fmt: skip
     connections = [
         {"name": name, "format": "sql", "configure": configure}
-        | ({"secrets_ref": {"env": ["password"]}} if "password" in configure else {})
+        | ({"secrets_ref": {"env:": ["password"]}} if "password" in configure else {})
         for name, configure in databases.items()
     ]
     connections.append({"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}})
