@@ -123,11 +123,11 @@ def test_query_without_window_is_submitted_verbatim(maria: Any) -> None:
 def test_tricky_types_keep_every_digit_and_character(maria: Any) -> None:
     conn, configure, _ = maria
     columns = ("big DECIMAL(30,15), micros DATETIME(6), yes TINYINT(1), small TINYINT, "
-               "text VARCHAR(20), unsigned_max BIGINT UNSIGNED")  # fmt: skip
+               "text VARCHAR(20), unsigned_max BIGINT UNSIGNED, note TEXT, raw VARBINARY(4)")  # fmt: skip
     text = "naïve 😀 日本"  # 4-byte UTF-8 needs utf8mb4
     insert(conn, [(Decimal("123456789012345.123456789012345"), datetime(2024, 2, 29, 23, 59, 59, 999999), 1, 7,
-                   text, 2**64 - 1),
-                  (Decimal("-0.000000000000001"), datetime(2024, 3, 1), 0, -3, None, 0)],
+                   text, 2**64 - 1, None, b"\x00\xff"),
+                  (Decimal("-0.000000000000001"), datetime(2024, 3, 1), 0, -3, None, 0, None, None)],
            columns, "tricky")  # fmt: skip
     source = maria_source(configure, table="tricky", watermark_columns=["big"])
 
@@ -137,13 +137,14 @@ def test_tricky_types_keep_every_digit_and_character(maria: Any) -> None:
                           dtype=pl.Decimal(30, 15)),
          "micros": [datetime(2024, 2, 29, 23, 59, 59, 999999), datetime(2024, 3, 1)],
          "yes": [True, False], "small": [7, -3], "text": [text, None],
-         "unsigned_max": pl.Series([2**64 - 1, 0], dtype=pl.UInt64)}
+         "unsigned_max": pl.Series([2**64 - 1, 0], dtype=pl.UInt64),
+         "note": pl.Series([None, None], dtype=pl.String), "raw": [b"\x00\xff", None]}
     )  # fmt: skip
     assert_frame_equal(run.data, expected)
     assert run.runtime.watermark_after == {"big": Decimal("123456789012345.123456789012345")}
 
     # the 15-decimal watermark goes back to the database without rounding: only the bigger value qualifies
-    insert(conn, [(Decimal("123456789012345.123456789012346"), None, 1, 0, "x", 1)], columns, "tricky")
+    insert(conn, [(Decimal("123456789012345.123456789012346"), None, 1, 0, "x", 1, "n", None)], columns, "tricky")
     run2 = read_ok(source, stored(run.runtime.watermark_after))
     assert run2.data["text"].to_list() == ["x"]
     assert "`big` > 123456789012345.123456789012345" in run2.runtime.source_action["query"]
