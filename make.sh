@@ -97,6 +97,22 @@ ensure_postgres() {
   fi
 }
 
+ensure_mariadb() {
+  # The MySQL/MariaDB source tests run against a real MariaDB server that they start themselves
+  # from the Debian package's binaries (tests/support/mariadb.py).
+  if command -v mariadb-install-db >/dev/null && { command -v mariadbd >/dev/null || [[ -x /usr/sbin/mariadbd ]]; }; then
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing MariaDB (Debian package mariadb-server) for the database tests..."
+    apt-get update -qq
+    # the tests never use a system service the package may start: they run their own on a free port
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null
+  else
+    echo "warning: MariaDB is not installed and this user cannot apt-get it; its tests will skip (and fail under CI)" >&2
+  fi
+}
+
 ensure_java() {
   # The Spark oracle tests (tests/core/sql/oracle, CSV typing) run Apache Spark in local mode.
   if command -v java >/dev/null; then
@@ -129,6 +145,7 @@ ensure_browser() {
 test() {
   install dev,oracle
   ensure_postgres
+  ensure_mariadb
   ensure_java
   ensure_browser
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from datacoolie_core.redaction import clear_secrets
+from tests.support.mariadb import mariadb_url as _mariadb_url
 from tests.support.spark import start_spark
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -67,11 +68,19 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def mariadb_url() -> Iterator[str]:
+    """One real MariaDB server for the test run (see tests/support/mariadb.py); tests using it are marked ``mariadb``."""
+    with _mariadb_url() as url:
+        yield url
+
+
 # Slow tiers, so the fast tier (`-m "not slow"`) runs in a few minutes: the Spark oracle (JVM), real
 # PostgreSQL servers (marked by the fixtures they use) and real Dagster daemons (marked `daemon` where
 # they start one).
 _FIXTURE_TIERS = {"spark": ("spark",), "postgres": ("postgres_url", "postgres_server", "postgres_database")}
-_SLOW = ("spark", "postgres", "daemon")
+_FIXTURE_TIERS["mariadb"] = ("mariadb_url",)
+_SLOW = ("spark", "postgres", "daemon", "mariadb")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -36,6 +36,7 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.date_pattern import parse_pattern
 from datacoolie_core.models.transform import SharedSchemaHint
 from datacoolie_core.platform.paths import shown
+from datacoolie_core.sources.db_kinds import database_problems
 
 TOP_LEVEL_KEYS = ("$schema", "connections", "dataflows", "schema_hints", "extensions")
 
@@ -172,7 +173,7 @@ def _validate_connections(raw: dict[str, Any], report: _Report) -> dict[str, tup
         name = conn.name if conn else (item.get("name") if isinstance(item, dict) else None)
         if not isinstance(name, str):
             continue
-        if conn is not None and (confined := connection_problems(conn)):
+        if conn is not None and (confined := connection_problems(conn) + database_problems(conn)):
             for path, message in confined:
                 report.error(f"{prefix}.{path}", message, subject)
             conn = None

@@ -9,9 +9,13 @@ filter — ``(window) AND (filter)`` — which DataCoolie forgot (F-21).
 A bound is first converted to its column's dtype when the driver reports one (the rules of
 :mod:`~datacoolie_core.sources.window`: a stored ISO string against a timestamp column becomes a
 timestamp, a float against an integer column is floored), then written as a literal by Python type:
-``int``/``float``/``Decimal`` as numbers, ``bool`` as a boolean, ``str`` as a string (quotes escaped
-by sqlglot), ``date``/``datetime`` as ``CAST('…' AS DATE/TIMESTAMP)`` (``TIMESTAMPTZ`` when aware)
-in PostgreSQL. SQLite has no temporal types and stores timestamps as
+``int``/``float``/``Decimal`` as numbers, ``bool`` as a boolean (``1``/``0`` in SQL Server and
+Oracle), ``str`` as a string (quotes escaped by sqlglot), ``date``/``datetime`` per dialect:
+PostgreSQL ``CAST('…' AS DATE/TIMESTAMP)`` (``TIMESTAMPTZ`` when aware), SQL Server
+``CAST('…' AS DATE/DATETIME2)`` (``DATETIMEOFFSET`` when aware), MySQL/MariaDB
+``CAST('… .ffffff' AS DATETIME(6))``, Oracle ``TO_DATE('…', 'YYYY-MM-DD')`` and
+``TO_TIMESTAMP('…', 'YYYY-MM-DD HH24:MI:SS.FF6')`` (DataCoolie S-22); MySQL and Oracle sessions
+run in UTC, so aware values are written as UTC there. SQLite has no temporal types and stores timestamps as
 text written either ``2024-01-02 10:00:00`` or ``2024-01-02T10:00:00``; lower bounds are written
 with a space and upper bounds with a ``T`` (aware values in UTC), which makes the SQL window a
 superset of the exact one for both spellings. The reader applies the exact, typed window to the
@@ -21,6 +25,7 @@ rows returned, so pushing down never changes the result, only how much is transf
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -39,14 +44,31 @@ from datacoolie_core.transforms.base import ColumnNameMode
 _OPS: dict[str, type[exp.Binary]] = {">": exp.GT, ">=": exp.GTE, "<": exp.LT, "<=": exp.LTE}
 _UPPER = ("<", "<=")
 SUBQUERY_ALIAS = "t1"
+_PLAIN_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_$#]*")
+_NO_BOOLEAN = ("tsql", "oracle")
+"""Dialects whose comparisons take no TRUE/FALSE: a BIT / NUMBER(1) flag compares with 1/0."""
+_ORACLE_TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f"  # sqlglot writes it as 'YYYY-MM-DD HH24:MI:SS.FF6'
+_ORACLE_DATE = "%Y-%m-%d"
 
 Columns = Mapping[str, pl.DataType | None]
 """The query's columns and, where the driver tells, their type (bounds are typed like the column)."""
 
 
-def table_query(schema: str | None, table: str) -> exp.Select:
-    """``SELECT * FROM "schema"."table"``."""
-    return exp.select(exp.Star()).from_(exp.Table(this=_ident(table), db=_ident(schema) if schema else None))
+def table_query(schema: str | None, table: str, dialect: str | None = None) -> exp.Select:
+    """``SELECT * FROM "schema"."table"``.
+
+    Oracle folds unquoted names to upper case, and DataCoolie's ``SELECT * FROM schema.table`` is
+    unquoted: a name that is a plain identifier is quoted in upper case there, so ``orders`` reads
+    ``ORDERS`` as it does in DataCoolie, and nothing in a name is ever read as SQL.
+    """
+
+    table_name = exp.Table(this=identifier(table, dialect), db=identifier(schema, dialect) if schema else None)
+    return exp.select(exp.Star()).from_(table_name)
+
+
+def identifier(name: str, dialect: str | None) -> exp.Identifier:
+    """``name`` quoted; in Oracle a plain identifier in upper case, as Oracle reads it unquoted."""
+    return _ident(name.upper() if dialect == "oracle" and _PLAIN_IDENTIFIER.fullmatch(name) else name)
 
 
 def parse_query(sql: str, dialect: str, *, label: str) -> exp.Query:
@@ -116,7 +138,7 @@ def literal(value: Any, dialect: str, *, upper: bool = False) -> exp.Expr:
         ValueError: a non-finite number.
     """
     if isinstance(value, bool):
-        return exp.Boolean(this=value)
+        return exp.Literal.number(int(value)) if dialect in _NO_BOOLEAN else exp.Boolean(this=value)
     if isinstance(value, int | float | Decimal):
         if not math.isfinite(value):
             raise ValueError(f"watermark value {value!r} is not a finite number")
@@ -127,6 +149,8 @@ def literal(value: Any, dialect: str, *, upper: bool = False) -> exp.Expr:
         return _timestamp(value, dialect, upper)
     if isinstance(value, date):
         text = exp.Literal.string(value.isoformat())
+        if dialect == "oracle":
+            return exp.StrToDate(this=text, format=exp.Literal.string(_ORACLE_DATE))
         return text if dialect == "sqlite" else exp.cast(text, exp.DataType.build("date"))
     raise TypeError(f"no SQL literal for a {type(value).__name__} watermark value")
 
@@ -135,7 +159,15 @@ def _timestamp(value: datetime, dialect: str, upper: bool) -> exp.Expr:
     if dialect == "sqlite":
         naive = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
         return exp.Literal.string(naive.isoformat(sep="T" if upper else " "))
-    kind = "timestamptz" if value.tzinfo else "timestamp"
+    if dialect in ("mysql", "oracle"):
+        # sessions run in UTC (TIMESTAMP / TIMESTAMP WITH TIME ZONE compare as UTC); microseconds
+        # always written, as DATETIME without (6) would cut them off
+        naive = value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+        text = exp.Literal.string(naive.isoformat(sep=" ", timespec="microseconds"))
+        if dialect == "oracle":
+            return exp.StrToTime(this=text, format=exp.Literal.string(_ORACLE_TIMESTAMP))
+        return exp.cast(text, exp.DataType.build("DATETIME(6)", dialect="mysql"))
+    kind = "timestamptz" if value.tzinfo else "timestamp"  # SQL Server: DATETIMEOFFSET / DATETIME2
     return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.build(kind))
 
 

@@ -36,7 +36,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
-from decimal import ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, Decimal, InvalidOperation, localcontext
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -313,7 +313,9 @@ def _to_decimal(value: Any, scale: int) -> tuple[Decimal, bool]:
     number = _number(value)
     exact = Decimal(str(number)) if isinstance(number, float) else Decimal(number)
     try:
-        floored = exact.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_FLOOR)
+        with localcontext() as context:  # the default 28 digits would refuse a DECIMAL(30,15) bound
+            context.prec = max(context.prec, exact.adjusted() + scale + 2)
+            floored = exact.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_FLOOR)
     except InvalidOperation as e:
         raise ValueError(f"{number} does not fit a decimal of scale {scale}") from e
     return floored, floored == exact

@@ -7,7 +7,8 @@ reading the data:
   from the log only (``DeltaTable(path).version()``).
 * Files (parquet, csv, json, jsonl, avro, excel): the count and newest modification time of the
   files the reader would list (same extension, hidden-file and hive-recursion rules, every date folder).
-* Databases (``format: sql``, SQLite/PostgreSQL): ``SELECT COUNT(*), MAX(<watermark column>)…``
+* Databases (``format: sql``, SQLite/PostgreSQL/MySQL/MariaDB, and SQL Server/Oracle untested):
+  ``SELECT COUNT(*), MAX(<watermark column>)…``
   over the table or query, built as a sqlglot tree (identifiers quoted, nothing concatenated).
 * REST APIs (``format: api``): the record count and the maximum of each watermark column of the
   endpoint as a first run reads it (every page up to ``max_pages``, no stored watermark): an API has
@@ -39,7 +40,7 @@ from datacoolie_core.sources.base import ReadRequest
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
 from datacoolie_core.sources.finalize import source_label
-from datacoolie_core.sources.pushdown import parse_query, table_query
+from datacoolie_core.sources.pushdown import identifier, parse_query, table_query
 from datacoolie_dagster.location.tables import SourceRef
 
 Fingerprint = dict[str, Any]
@@ -136,7 +137,7 @@ def _database_fingerprint(dataflow: DataFlow, label: str) -> Fingerprint:
     source = dataflow.source
     columns = [c for c in source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
     connection, dialect, base = source_query(dataflow, label)
-    (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns), label, "probe the source for new rows")
+    (row,) = fetch_rows(connection, dialect, _probe_sql(base, columns, dialect), label, "probe the source for new rows")
     return {"rows": int(row[0]), "max": {c: jsonable(v) for c, v in zip(columns, row[1:], strict=True)}}
 
 
@@ -160,7 +161,7 @@ def source_query(dataflow: DataFlow, label: str) -> tuple[Connection, str, exp.Q
     if source.query:
         return connection, dialect, parse_query(source.query, dialect, label=label)
     if source.table:
-        return connection, dialect, table_query(source.schema_name, source.table)
+        return connection, dialect, table_query(source.schema_name, source.table, dialect)
     raise SourceError(f"{label}: a database source needs table or query")
 
 
@@ -176,10 +177,10 @@ def fetch_rows(connection: Connection, dialect: str, query: exp.Query, label: st
             raise SourceError(f"{label}: cannot {what} ({sql}): {scrub(str(e), connection)}") from e
 
 
-def _probe_sql(base: exp.Query, columns: Sequence[str]) -> exp.Select:
+def _probe_sql(base: exp.Query, columns: Sequence[str], dialect: str) -> exp.Select:
     """``SELECT COUNT(*), MAX("c1"), … FROM (<base>) AS "t"``: one row, whatever the source's size."""
     aggregates: list[exp.Expr] = [exp.Count(this=exp.Star())]
-    aggregates += [exp.Max(this=exp.column(exp.to_identifier(c, quoted=True))) for c in columns]
+    aggregates += [exp.Max(this=exp.column(identifier(c, dialect))) for c in columns]
     return exp.select(*aggregates).from_(base.subquery(exp.to_identifier("t", quoted=True)))
 
 

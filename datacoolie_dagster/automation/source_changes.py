@@ -10,7 +10,7 @@ state to keep. It reads as little as it can:
   ``load_cdf`` (inserted rows and update post-images); else the files added between the versions
   (the difference of the two versions' add actions): a Delta partition value or the min/max
   statistics of the window column when they fall in one window, else the file's window column.
-* Databases (SQLite, PostgreSQL): ONE aggregation over the rows past the watermark seen,
+* Databases (SQLite, PostgreSQL, MySQL/MariaDB; SQL Server and Oracle untested): ONE aggregation over the rows past the watermark seen,
   ``SELECT <window bucket>, MAX(<watermark>)… WHERE <watermark> > <seen> GROUP BY <bucket>``, so a
   late row (new watermark, old window) touches its old window.
 """
@@ -35,6 +35,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.sources.date_folders import folder_date_of
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
 from datacoolie_core.sources.finalize import source_label
+from datacoolie_core.sources.pushdown import identifier
 from datacoolie_dagster.automation.observations import (
     fetch_rows,
     files_fingerprint,
@@ -54,6 +55,9 @@ Grain = str | tuple[int, int]
 ``(start, step)`` for integer ranges."""
 
 _NEW_ROWS = ("insert", "update_postimage")
+_MYSQL_BUCKETS = {"minute": "%Y-%m-%d %H:%i:00", "hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d %H:00:00",
+                  "month": "%Y-%m-%d %H:00:00"}  # fmt: skip
+"""Never coarser than an hour, as PostgreSQL's: Python maps the hours to windows in the partitions' zone."""
 _SQLITE_BUCKETS = {"minute": "%Y-%m-%d %H:%M:00", "hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d",
                    "month": "%Y-%m-01"}  # fmt: skip
 
@@ -193,10 +197,12 @@ def _database_change(
         raise SourceError(f"{label}: a database source is sensed by partition only with a watermark column")
     seen = (before or {}).get("max") or {}
     connection, dialect, base = source_query(dataflow, label)
-    bucket = _bucket(_column(column), grain, dialect)
-    query = exp.select(bucket, *(exp.Max(this=_column(c)) for c in watermarks))
+    bucket = _bucket(_column(column, dialect), grain, dialect)
+    query = exp.select(bucket, *(exp.Max(this=_column(c, dialect)) for c in watermarks))
     query = query.from_(base.subquery(exp.to_identifier("t", quoted=True))).group_by(bucket.copy())
-    past = [exp.GT(this=_column(c), expression=_literal(seen[c])) for c in watermarks if seen.get(c) is not None]
+    past = [
+        exp.GT(this=_column(c, dialect), expression=_literal(seen[c])) for c in watermarks if seen.get(c) is not None
+    ]
     if past:
         query = query.where(exp.or_(*past))
     rows = fetch_rows(connection, dialect, query, label, "read the windows of the new rows")
@@ -215,14 +221,17 @@ def _bucket(column: exp.Expr, grain: Grain, dialect: str) -> exp.Expr:
         return exp.Sub(this=column.copy(), expression=exp.Paren(this=offset))
     if dialect == "sqlite":  # SQLite timestamps are ISO text: cut the text
         return exp.Anonymous(this="strftime", expressions=[exp.Literal.string(_SQLITE_BUCKETS[grain]), column])
+    if dialect == "mysql":  # MySQL/MariaDB (sessions in UTC): the hour or minute, back as a DATETIME
+        cut = exp.Anonymous(this="DATE_FORMAT", expressions=[column, exp.Literal.string(_MYSQL_BUCKETS[grain])])
+        return exp.cast(cut, exp.DataType.build("DATETIME", dialect="mysql"))
     # PostgreSQL: date_trunc of a timestamptz works in the session's time zone, so never coarser than an
     # hour (an hour is an hour in every whole-hour zone): Python maps the hours to their windows
     unit = "minute" if grain == "minute" else "hour"
     return exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), column])
 
 
-def _column(name: str) -> exp.Column:
-    return exp.column(exp.to_identifier(name, quoted=True))
+def _column(name: str, dialect: str) -> exp.Column:
+    return exp.column(identifier(name, dialect))
 
 
 def _literal(value: Any) -> exp.Expr:

@@ -64,6 +64,8 @@ def write_deployment(root: Path) -> Deployment:
         "PG_PASSWORD": "Pg pass/wörd+1%",
         # a URL secret whose password was not percent-encoded: the driver echoes the password alone
         "PG_URL": f"postgresql://etl:50%off-Secret@127.0.0.1:{port}/warehouse",
+        # a MySQL URL secret (unencoded password) for the closed port: refused, never echoed
+        "MYSQL_URL": f"mysql://etl:My%sql-Secret-9@127.0.0.1:{port}/shop",
         "SQLITE_PATH": str(root / "vault-Sq1ite-T0ken-42" / "db.sqlite"),  # missing: the error names it
         "CSV_ROOT": str(root / "mnt" / "sas-Tok3n-CSV-7f3a"),
     }
@@ -85,6 +87,8 @@ def _connections(port: int) -> list[dict[str, Any]]:
          "secrets_ref": {ref: ["password"]}},
         {"name": "pg_url", "connection_type": "database",
          "configure": {"database_type": "postgresql", "url": "PG_URL"}, "secrets_ref": {ref: ["url"]}},
+        {"name": "mysql_url", "connection_type": "database",
+         "configure": {"url": "MYSQL_URL"}, "secrets_ref": {ref: ["url"]}},
         {"name": "sqlite_vault", "connection_type": "database",
          "configure": {"database_type": "sqlite", "database": "SQLITE_PATH"}, "secrets_ref": {ref: ["database"]}},
         {"name": "csv_vault", "connection_type": "file", "format": "csv",
@@ -99,6 +103,7 @@ def _dataflows() -> list[dict[str, Any]]:
         "api_ok": {"connection_name": "api", "python_function": f"{HERE}.api_rows"},
         "pg_refused": {"connection_name": "pg_placeholder", "table": "orders"},
         "pg_echo": {"connection_name": "pg_url", "table": "orders"},
+        "mysql_refused": {"connection_name": "mysql_url", "table": "orders"},
         "sqlite_missing": {"connection_name": "sqlite_vault", "table": "orders"},
         "csv_missing": {"connection_name": "csv_vault", "table": "orders"},
     }

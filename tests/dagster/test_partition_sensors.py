@@ -42,6 +42,7 @@ from tests.dagster.conftest import InstanceSettings, land, table_assets
 from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running, wait_until
 from tests.dagster.daemon_support import SENSED_CODE_LOCATION as CODE_LOCATION
 from tests.dagster.daemon_support import SENSED_WORKSPACE as WORKSPACE
+from tests.support.mariadb import fresh_database
 
 MONTHS = {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "created_at"}
 DAYS = {"start": "2024-01-01", "chunk_interval": {"days": 1}, "chunk_column": "ts"}
@@ -391,6 +392,30 @@ def test_postgres_rows_past_the_watermark_request_their_windows(
     conn.cursor().execute(insert, (2, datetime(2024, 2, 29, 23, 30, tzinfo=UTC), datetime(2024, 7, 1)))  # late
     conn.cursor().execute(insert, (3, datetime(2024, 7, 31, 23, 0, tzinfo=UTC), datetime(2024, 7, 2)))
     assert runs(tick(root, instance, first.cursor), CUSTOMERS_KEY) == [("2024-02",), ("2024-07",)]
+
+
+def test_mariadb_rows_past_the_watermark_request_their_windows(root: Path, instance: Any, mariadb_url: str) -> None:
+    with fresh_database(mariadb_url) as (conn, configure):
+        document = metadata()
+        document["connections"][2] = {"name": "crm", "format": "sql", "configure": configure}
+        (root / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+        conn.cursor().execute(
+            "CREATE TABLE customers (customer_id INT, created_at TIMESTAMP(6) NULL, updated_at DATETIME)"
+        )
+        insert = "INSERT INTO customers VALUES (%s, %s, %s)"
+        conn.cursor().execute(insert, (1, datetime(2024, 3, 5, 10), datetime(2024, 3, 5)))
+        first = tick(root, instance)
+        assert runs(first, CUSTOMERS_KEY) == [("2024-03",)]
+        assert json.loads(first.cursor)["tables"][CUSTOMERS_KEY] == {
+            "customers_by_month": {"max": {"updated_at": "2024-03-05T00:00:00"}}
+        }
+
+        conn.cursor().execute(insert, (2, datetime(2024, 2, 29, 23, 30), datetime(2024, 7, 1)))  # late
+        conn.cursor().execute(insert, (3, datetime(2024, 7, 31, 23, 0), datetime(2024, 7, 2)))
+        conn.cursor().execute(insert, (4, datetime(2024, 5, 10), datetime(2024, 3, 1)))  # not past the watermark
+        second = tick(root, instance, first.cursor)
+        assert runs(second, CUSTOMERS_KEY) == [("2024-02",), ("2024-07",)]
+        assert runs(tick(root, instance, second.cursor), CUSTOMERS_KEY) == []
 
 
 # --- cursor and errors --------------------------------------------------------------------------

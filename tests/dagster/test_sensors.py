@@ -38,6 +38,7 @@ from tests.dagster.conftest import InstanceSettings, land, table_assets
 from tests.dagster.daemon_support import FINISHED, prepare, running, wait_until
 from tests.dagster.daemon_support import SENSED_CODE_LOCATION as CODE_LOCATION
 from tests.dagster.daemon_support import SENSED_WORKSPACE as WORKSPACE
+from tests.support.mariadb import fresh_database
 
 PARTITIONS = {"partitions": {"start": "2024-01-01", "chunk_interval": {"months": 1}, "chunk_column": "updated_at"}}
 ORDERS = pl.DataFrame({"order_id": [1, 2], "amount": [10.0, 20.0], "updated_at": [datetime(2024, 1, 5)] * 2})
@@ -222,6 +223,31 @@ def test_a_new_batch_requests_exactly_its_table(root: Path, instance: Any, chang
     data = tick(root, instance, cursor)
     assert [keys for _, keys in requested(data)] == [[expected]]
     assert requested(tick(root, instance, data.cursor)) == []  # the cursor holds the new fingerprint
+
+
+def test_a_new_mariadb_row_requests_its_table_with_the_fingerprint_in_the_cursor(
+    root: Path, instance: Any, mariadb_url: str
+) -> None:
+    """A MySQL/MariaDB source is fingerprinted like SQLite and PostgreSQL: one COUNT/MAX probe."""
+    with fresh_database(mariadb_url) as (conn, configure):
+        document = json.loads((root / "metadata.json").read_text(encoding="utf-8"))
+        document["connections"][2] = {"name": "crm", "format": "sql", "configure": configure}
+        (root / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+        land_all(root)  # the files and the Delta table; the SQLite file is not read any more
+        with conn.cursor() as cur:
+            cur.execute("CREATE TABLE customers (customer_id INT, updated_at DATETIME(6))")
+            cur.execute("INSERT INTO customers VALUES (1, '2024-01-01 00:00:00.25')")
+        first = tick(root, instance)
+        assert CUSTOMERS_KEY in requested(first)[0][1]
+        assert json.loads(first.cursor)["tables"][CUSTOMERS_KEY] == {
+            "customers_to_bronze": {"rows": 1, "max": {"updated_at": "2024-01-01T00:00:00.250000"}}
+        }
+        assert requested(tick(root, instance, first.cursor)) == []
+
+        conn.cursor().execute("INSERT INTO customers VALUES (2, '2024-02-01 00:00:00')")
+        second = tick(root, instance, first.cursor)
+        assert [keys for _, keys in requested(second)] == [[CUSTOMERS_KEY]]
+        assert configure["password"] not in second.cursor
 
 
 def test_unreadable_source_is_named_and_keeps_its_cursor_entry(root: Path, instance: Any) -> None:

@@ -115,8 +115,11 @@ def test_sqlite_relative_path_and_driver_error(tmp_path: Path, monkeypatch: pyte
 
 
 def test_unsupported_database_type(tmp_path: Path) -> None:
-    source = make_source({"format": "sql", "configure": {"database_type": "mysql", "host": "h"}}, table="t")
-    with pytest.raises(SourceError, match=r"database_type 'mysql' is not supported.*postgresql, sqlite"):
+    source = make_source({"format": "sql", "configure": {"url": "db2://h:50000/shop"}}, table="t")
+    with pytest.raises(
+        SourceError,
+        match=r"database_type unset \(url scheme 'db2'\) is not supported.*postgresql, sqlite, mysql, mssql",
+    ):
         read(source)
 
 
