@@ -26,7 +26,7 @@ import re
 import threading
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import psycopg2
 import psycopg2.extensions
@@ -88,7 +88,8 @@ class PostgresStateStore:
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise ValueError(f"invalid state schema {schema!r}: lower-case letters, digits and '_'")
         parts = urlsplit(url)
-        register_secret(parts.password, users=[parts.username])
+        for password in [parts.password, *parse_qs(parts.query).get("password", [])]:
+            register_secret(password, users=[parts.username])
         self.url = url
         self.schema = schema
         self.described = redact_url(url)
@@ -107,7 +108,7 @@ class PostgresStateStore:
         if not rows:
             return None
         value = rows[0][0]
-        if not isinstance(value, str):  # a NULL someone wrote past the NOT NULL constraint's absence
+        if not isinstance(value, str):  # NULL: tables made by hand without the NOT NULL of the DDL
             raise WatermarkError(
                 f"state row is damaged (value is {value!r}). It is NOT treated as a first run. Fix: {STATE_FIX}",
                 path=self.location(folder, file_name),
