@@ -95,7 +95,8 @@ def test_damaged_state_is_not_copied(tmp_path: Path, state_url: str, capsys: pyt
     (bad / JOURNAL_RECORD).write_text('{"app_id": "x"')
     assert state("--from", str(tmp_path / "state"), "--to", state_url) == 1
     err = capsys.readouterr().err
-    assert "commit journal record is corrupt" in err and "nothing was copied" in err
+    assert "commit journal record is corrupt" in err
+    assert "nothing was copied" in err
     assert str(bad / JOURNAL_RECORD) in err
     assert state("--from", state_url, "--to", str(tmp_path / "empty")) == 0
     assert files(tmp_path / "empty") == {}

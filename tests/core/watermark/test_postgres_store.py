@@ -33,11 +33,18 @@ def rows(url: str, query: str) -> list[tuple[object, ...]]:
 def test_a_save_is_one_transaction_rolled_back_whole_on_failure(state_url: str) -> None:
     store = PostgresStateStore(state_url)
     store.write("orders_1", '{"v": 1}')
-    with pytest.raises(RuntimeError, match="disk full"), store.lock("orders_1"):
-        store.write("orders_1", '{"v": 2}')
-        assert store.read("orders_1") == '{"v": 2}'  # inside the lock: the lock's own transaction
-        assert PostgresStateStore(state_url).read("orders_1") == '{"v": 1}'  # others: not before it commits
-        raise RuntimeError("disk full")
+    seen: list[str | None] = []
+
+    def failing_save() -> None:
+        with store.lock("orders_1"):
+            store.write("orders_1", '{"v": 2}')
+            seen.append(store.read("orders_1"))  # inside the lock: the lock's own transaction
+            seen.append(PostgresStateStore(state_url).read("orders_1"))  # others: not before it commits
+            raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        failing_save()
+    assert seen == ['{"v": 2}', '{"v": 1}']
     assert store.read("orders_1") == '{"v": 1}'
     assert rows(state_url, "SELECT count(*) FROM datacoolie_state.watermark_history") == [(1,)]
 
@@ -54,7 +61,8 @@ def test_each_save_records_the_run_that_made_it(tmp_path: Path, state_url: str) 
     history = rows(state_url, "SELECT dataflow_run_id, value FROM datacoolie_state.watermark_history ORDER BY id")
     assert [run for run, _ in history] == [first.dataflow_run_id, second.dataflow_run_id]
     (current,) = rows(state_url, "SELECT dataflow_run_id, job_id FROM datacoolie_state.watermarks")
-    assert current[0] == second.dataflow_run_id and current[1]  # the job too
+    assert current[0] == second.dataflow_run_id
+    assert current[1]  # the job too
     # and nothing went to files
     assert not (path.parent / "watermarks").exists()
     provider = FileProvider(path, state_url=state_url)

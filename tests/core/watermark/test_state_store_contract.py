@@ -143,7 +143,8 @@ def test_crash_between_commit_and_save_neither_loses_nor_duplicates(tmp_path: Pa
     state = provider(path, state_store)
     assert WatermarkManager(state).get_watermark(dataflow_id) == {"updated_at": T0 + timedelta(minutes=30)}
     journal = CommitJournal(state, WatermarkManager(state)).record(dataflow_id)
-    assert journal is not None and journal.settled
+    assert journal is not None
+    assert journal.settled
     rows = pl.read_delta(str(tmp_path / "lake" / "silver" / "orders")).select("order_id", "updated_at")
     minutes = sorted((r[0], int((r[1] - T0).total_seconds() // 60)) for r in rows.iter_rows())
     assert minutes == [(1, 10), (2, 20), (2, 25), (3, 30)]
@@ -171,7 +172,8 @@ def test_a_second_writer_of_a_table_waits_until_the_first_is_gone(
     path = metadata(tmp_path)
     holder = spawn(HOLDER, str(path), state_store.kind, state_store.location)
     try:
-        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout is not None
+        assert holder.stdin is not None
         assert holder.stdout.readline() == "held\n", holder.stderr.read() if holder.stderr else ""
         second = provider(path, state_store)
         (dataflow,) = second.get_dataflows()
