@@ -81,19 +81,21 @@ from datacoolie_core import FileProvider, WatermarkManager
 path, kind, location, seed, processes = sys.argv[1:6]
 provider = FileProvider(Path(path), **({"state_base_path": location} if kind == "file" else {"state_url": location}))
 (dataflow,) = provider.get_dataflows()
+dataflow_id = str(dataflow.dataflow_id)
 manager = WatermarkManager(provider)
 t0 = datetime(2026, 1, 1, tzinfo=UTC)
-values = list(range(int(seed), 120, int(processes)))
+values = list(range(int(seed), 240, int(processes)))
 random.Random(int(seed)).shuffle(values)
-last = None
+manager.get_watermark(dataflow_id)  # connected and warm before the start line
+print("ready", flush=True)
+sys.stdin.readline()  # every saver starts at once
 for v in values:
-    merged = manager.save_watermark(
-        str(dataflow.dataflow_id), {"version": v, "updated_at": t0 + timedelta(minutes=119 - v)}, job_id=f"p{seed}"
-    )
-    assert merged["version"] >= v and merged["updated_at"] >= t0 + timedelta(minutes=119 - v), (merged, v)
-    if last is not None:  # never backward, as this process sees it
-        assert merged["version"] >= last["version"] and merged["updated_at"] >= last["updated_at"], (last, merged)
-    last = merged
+    candidate = {"version": v, "updated_at": t0 + timedelta(minutes=239 - v)}
+    merged = manager.save_watermark(dataflow_id, candidate, job_id=f"p{seed}")
+    seen = manager.get_watermark(dataflow_id)  # what any reader sees right after: never behind the save
+    for column in ("version", "updated_at"):
+        assert merged[column] >= candidate[column], (merged, candidate)
+        assert seen[column] >= merged[column], ("moved backward", merged, seen)
 print("ok", len(values))
 """
 
@@ -104,15 +106,21 @@ def test_watermarks_never_move_backward_under_concurrent_savers(tmp_path: Path, 
     savers = [spawn(SAVER, str(path), state_store.kind, state_store.location, str(i), str(processes))
               for i in range(processes)]  # fmt: skip
     for saver in savers:
+        assert saver.stdout is not None
+        assert saver.stdout.readline() == "ready\n", saver.communicate(timeout=PROCESS_TIMEOUT)[1]
+    for saver in savers:
+        saver.stdin.write("go\n")  # type: ignore[union-attr]
+        saver.stdin.flush()  # type: ignore[union-attr]
+    for saver in savers:
         out, err = saver.communicate(timeout=PROCESS_TIMEOUT)
         assert saver.returncode == 0, err
-        assert out.startswith("ok 30"), out
+        assert out == "ok 60\n"
     # each column's maximum survived, although the processes raced and their candidates disagree
     watermarks = WatermarkManager(provider(path, state_store))
     (dataflow,) = provider(path, state_store).get_dataflows()
     assert watermarks.get_watermark(str(dataflow.dataflow_id)) == {
-        "version": 119,
-        "updated_at": T0 + timedelta(minutes=119),
+        "version": 239,
+        "updated_at": T0 + timedelta(minutes=239),
     }
 
 
