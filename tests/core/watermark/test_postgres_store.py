@@ -6,6 +6,7 @@ PostgreSQL server (``postgres`` + ``slow``), except the configuration errors at 
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -147,3 +148,23 @@ def test_an_unsupported_state_url_is_refused_without_its_password() -> None:
 )  # fmt: skip
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+def test_state_show_and_reset_work_on_postgresql(
+    tmp_path: Path, state_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = metadata(tmp_path)
+    land(tmp_path, "a", [1, 2], [10, 20])
+    assert main(["run", "--metadata", str(path), "--state-url", state_url]) == 0
+    capsys.readouterr()
+    args = ["--metadata", str(path), "--dataflow", "orders", "--state-url", state_url]
+    assert main(["state", "show", *args, "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    assert facts["verdict"] == "ok"
+    assert facts["watermark_file"].endswith("datacoolie_state.watermarks state_key='bronze2silver_orders_" +
+                                            facts["dataflow"].split("[")[1].rstrip("]") + "'")  # fmt: skip
+    assert PASSWORD not in json.dumps(facts)
+    assert "datacoolie_state.commit_journal" in facts["journal_file"]
+    # reset (under the PostgreSQL writer lock): the watermark row goes, the next run reloads on purpose
+    assert main(["state", "reset", *args, "--confirm"]) == 0
+    assert rows(state_url, "SELECT count(*) FROM datacoolie_state.watermarks") == [(0,)]
