@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 from psycopg2 import sql
 
@@ -45,6 +46,8 @@ HISTORY_TABLE = "watermark_history"
 APPLICATION_NAME = "datacoolie-state"
 """Shown in ``pg_stat_activity``, so a held writer lock can be traced to its holder."""
 MAX_IDLE_CONNECTIONS = 8
+LOCK_WAIT_SLICE = "1s"
+"""A lock wait is cut in slices this long, so a waiting thread still takes signals."""
 
 _DDL = """
 CREATE SCHEMA IF NOT EXISTS {schema};
@@ -175,8 +178,8 @@ class PostgresStateStore:
         connection = self._pool.get()
         committed = False
         try:
-            with _translated(self.location(folder)), connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            with _translated(self.location(folder)):
+                _wait_for_lock(connection, "SELECT pg_advisory_xact_lock(%s)", key)
             bound[folder] = connection
             yield
             with _translated(self.location(folder)):
@@ -197,9 +200,9 @@ class PostgresStateStore:
         connection = self._pool.get()
         locked = False
         try:
-            with _translated(where), connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_lock(%s)", (key,))
-                connection.commit()
+            with _translated(where):
+                _wait_for_lock(connection, "SELECT pg_advisory_lock(%s)", key)
+                connection.commit()  # the session lock outlives the transaction; the connection idles
                 locked = True
             yield
         finally:
@@ -314,6 +317,24 @@ def _execute(
         if fetch:
             rows = list(cursor.fetchall())
     return rows
+
+
+def _wait_for_lock(connection: Any, statement: str, key: int) -> None:
+    """Take an advisory lock, waiting as long as it takes, in slices of :data:`LOCK_WAIT_SLICE`.
+
+    One blocking wait inside libpq cannot be interrupted; between slices the waiting thread takes
+    signals (Ctrl-C, a Dagster run termination), as a thread waiting on ``flock`` does. The lock is
+    taken in a transaction that stays open (``lock_timeout`` back to its default for the rest of it).
+    """
+    while True:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_SLICE}'")
+                cursor.execute(statement, (key,))
+                cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+            return
+        except psycopg2.errors.LockNotAvailable:
+            connection.rollback()  # still held by another session: queue again
 
 
 def _lock_key(kind: str, name: str) -> int:

@@ -7,6 +7,8 @@ PostgreSQL server (``postgres`` + ``slow``), except the configuration errors at 
 from __future__ import annotations
 
 import json
+import signal
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -22,6 +24,7 @@ from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_core.watermark.postgres_store import PostgresStateStore
 from datacoolie_core.watermark.store import STATE_URL_VARIABLE, open_state_store, redact_url
 from tests.core.orchestration.test_dataflow_runner import T0, land, metadata
+from tests.core.watermark.test_state_store_contract import HOLDER, PROCESS_TIMEOUT, spawn
 from tests.support.postgres import PASSWORD
 
 
@@ -168,3 +171,42 @@ def test_state_show_and_reset_work_on_postgresql(
     # reset (under the PostgreSQL writer lock): the watermark row goes, the next run reloads on purpose
     assert main(["state", "reset", *args, "--confirm"]) == 0
     assert rows(state_url, "SELECT count(*) FROM datacoolie_state.watermarks") == [(0,)]
+
+
+WAITER = """
+import sys
+from pathlib import Path
+from datacoolie_core import FileProvider
+provider = FileProvider(Path(sys.argv[1]), state_url=sys.argv[2])
+(dataflow,) = provider.get_dataflows()
+with provider.destination_lock(dataflow.destination.destination_key):
+    print("acquired", flush=True)
+"""
+
+
+def waiting_for_advisory_lock(url: str) -> bool:
+    return rows(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == [(1,)]
+
+
+def test_a_writer_waiting_for_the_table_lock_can_be_interrupted(tmp_path: Path, state_url: str) -> None:
+    path = metadata(tmp_path)
+    holder = spawn(HOLDER, str(path), "postgres", state_url)
+    waiter = None
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        waiter = spawn(WAITER, str(path), state_url)
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while not waiting_for_advisory_lock(state_url):  # the waiter is inside pg_advisory_lock
+            assert waiter.poll() is None, waiter.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        waiter.send_signal(signal.SIGINT)  # Ctrl-C, or a Dagster run termination
+        out, err = waiter.communicate(timeout=30)  # one lock-wait slice, not the holder's whole write
+        assert "KeyboardInterrupt" in err
+        assert "acquired" not in out
+    finally:
+        for process in (holder, waiter):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate(timeout=PROCESS_TIMEOUT)
