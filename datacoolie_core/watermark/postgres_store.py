@@ -356,8 +356,10 @@ def _translated(where: str) -> Iterator[None]:
 class _Pool:
     """Idle connections for reuse; a connection is used by one thread at a time.
 
-    After a fork the parent's connections are dropped, never closed: closing would end the
-    parent's sessions (and free locks it holds).
+    A forked child drops its parent's idle connections without closing them: they share the
+    parent's sockets, and closing would end the parent's sessions and free the locks they hold.
+    psycopg2 closes a garbage-collected connection only in the process that opened it (2.9.13,
+    ``test_a_forked_child_leaves_its_parents_sessions_alone``).
     """
 
     def __init__(self, url: str, described: str) -> None:
@@ -385,7 +387,9 @@ class _Pool:
         idle = psycopg2.extensions.TRANSACTION_STATUS_IDLE
         usable = not connection.closed and connection.get_transaction_status() == idle
         with self._guard:
-            if usable and self._pid == os.getpid() and len(self._idle) < MAX_IDLE_CONNECTIONS:
+            if self._pid != os.getpid():
+                return  # opened before a fork: the parent's session, dropped unclosed (see the class)
+            if usable and len(self._idle) < MAX_IDLE_CONNECTIONS:
                 self._idle.append(connection)
                 return
         self.discard(connection)

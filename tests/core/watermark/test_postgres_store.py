@@ -7,6 +7,7 @@ PostgreSQL server (``postgres`` + ``slow``), except the configuration errors at 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 import uuid
@@ -210,3 +211,20 @@ def test_a_writer_waiting_for_the_table_lock_can_be_interrupted(tmp_path: Path, 
             if process is not None and process.poll() is None:
                 process.kill()
                 process.communicate(timeout=PROCESS_TIMEOUT)
+
+
+def test_a_forked_child_leaves_its_parents_sessions_alone(state_url: str) -> None:
+    store = PostgresStateStore(state_url)
+    store.write("orders_1", '{"v": 1}')
+    with store.named_lock("writer-orders"):  # a session in use ...
+        assert store.read("orders_1") == '{"v": 1}'  # ... and one idle in the pool
+        child = os.fork()
+        if child == 0:  # the child uses the store, then exits as multiprocessing's children do
+            code = 0 if store.read("orders_1") == '{"v": 1}' else 1
+            os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # the parent's pooled session still works, and its writer lock is still held
+        assert store.read("orders_1") == '{"v": 1}'
+        held = rows(state_url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+        assert held == [(1,)]
