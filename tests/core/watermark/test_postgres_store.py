@@ -137,10 +137,12 @@ def test_state_path_and_state_url_together_are_refused(tmp_path: Path, capsys: p
         FileProvider(path, state_base_path="s", state_url="postgresql://h/db")
 
 
-def test_an_unsupported_state_url_is_refused_without_its_password() -> None:
+def test_an_unsupported_state_url_is_refused_without_its_password(tmp_path: Path) -> None:
     with pytest.raises(DataCoolieError, match=r"'mysql://u:\*\*\*@h/db' is not supported") as caught:
         open_state_store("mysql://u:hunter22@h/db")
     assert "hunter22" not in str(caught.value)
+    with pytest.raises(DataCoolieError, match=r"state_url 'data/state' is not a postgresql://"):
+        FileProvider(metadata(tmp_path), state_url="data/state")
 
 
 @pytest.mark.parametrize(
