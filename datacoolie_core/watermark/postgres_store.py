@@ -15,6 +15,10 @@ read-merge-write is one transaction under one lock, committed when the block end
 on an error). ``named_lock(name)`` (one writer per table) is a session ``pg_advisory_lock`` on a
 connection used by nothing else while held: PostgreSQL releases it when that connection ends,
 also when the holding process is killed.
+
+Plain psycopg2, not SQLAlchemy: it is already a pinned dependency (PostgreSQL sources,
+dagster-postgres), the store issues a handful of fixed statements, and an advisory lock needs
+exact control of which connection and transaction it lives on.
 """
 
 from __future__ import annotations
