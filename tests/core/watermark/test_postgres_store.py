@@ -22,10 +22,14 @@ from datacoolie_core import FileProvider, WatermarkManager
 from datacoolie_core.cli import main
 from datacoolie_core.errors import DataCoolieError, WatermarkError
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_core.redaction import clear_secrets
 from datacoolie_core.watermark.postgres_store import PostgresStateStore
 from datacoolie_core.watermark.store import STATE_URL_VARIABLE, open_state_store, redact_url
+from tests.core.metadata.test_api_provider import WS
+from tests.core.metadata.test_api_provider import metadata as api_metadata
 from tests.core.orchestration.test_dataflow_runner import T0, land, metadata
 from tests.core.watermark.test_state_store_contract import HOLDER, PROCESS_TIMEOUT, spawn
+from tests.support.api_server import API_KEY, State, orders, serve
 from tests.support.postgres import PASSWORD
 
 
@@ -230,3 +234,23 @@ def test_a_forked_child_leaves_its_parents_sessions_alone(state_url: str) -> Non
         assert store.read("orders_1") == '{"v": 1}'
         held = rows(state_url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
         assert held == [(1,)]
+
+
+def test_a_metadata_api_keeps_its_journal_and_locks_in_postgresql(
+    tmp_path: Path, state_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(State(records=orders(3))) as (base, api):
+        api.metadata = api_metadata(base, tmp_path / "lake")
+        monkeypatch.setenv("DATACOOLIE_METADATA_API_KEY", API_KEY)
+        argv = ["run", "--metadata", base + WS, "--state-url", state_url, "--stage", "api2bronze"]
+        try:
+            assert main(argv) == 0
+        finally:
+            clear_secrets()  # the API key, as the API provider's own tests do
+        (stored,) = api.watermarks.values()  # the watermark: in the API, as without a state URL
+    assert json.loads(stored["current_value"])
+    journal = rows(state_url, "SELECT state_key, value FROM datacoolie_state.commit_journal")
+    assert len(journal) == 1
+    assert json.loads(str(journal[0][1]))["state"] == "settled"
+    assert rows(state_url, "SELECT count(*) FROM datacoolie_state.watermarks") == [(0,)]
+    assert not list(tmp_path.rglob("pending_commit.json"))
