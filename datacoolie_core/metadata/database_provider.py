@@ -60,7 +60,14 @@ class DatabaseProvider(FileProvider):
         >>> provider.get_dataflows(stage="landing2bronze")  # doctest: +SKIP
     """
 
-    def __init__(self, url: str, *, state_base_path: str | os.PathLike[str], workspace_id: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        state_base_path: str | os.PathLike[str] | None = None,
+        state_url: str | None = None,
+        workspace_id: str | None = None,
+    ) -> None:
         parsed = sa.engine.make_url(url)
         register_secret(parsed.password if isinstance(parsed.password, str) else None)
         workspace = workspace_id or parsed.query.get(WORKSPACE_PARAMETER)
@@ -69,9 +76,9 @@ class DatabaseProvider(FileProvider):
         """The URL as shown in messages (password hidden)."""
         if parsed.drivername == "postgresql":  # SQLAlchemy 2.1 defaults to psycopg 3; psycopg2 is installed
             parsed = parsed.set(drivername="postgresql+psycopg2")
-        super().__init__(self.url, state_base_path=state_base_path)
+        super().__init__(self.url, state_base_path=state_base_path, state_url=state_url)
         self.config_path = None  # type: ignore[assignment]  # no file: wiring must not treat it as one
-        self.watermark_base_path = None  # type: ignore[assignment]  # watermarks live in the database
+        self.watermark_base_path = None  # watermarks live in the database
         if not isinstance(workspace, str) or not workspace:
             raise MetadataError(
                 f"metadata database {self.url} needs a workspace: add ?{WORKSPACE_PARAMETER}=<workspace> to the URL",

@@ -46,25 +46,28 @@ def is_metadata_url(value: object) -> bool:
     return is_api_url(value) or is_database_url(value)
 
 
-def url_provider(url: str, state_base_path: str | os.PathLike[str] | None) -> APIProvider | DatabaseProvider:
-    """The provider of a metadata API or database URL; its locks and commit journal need a state root.
+def url_provider(
+    url: str, state_base_path: str | os.PathLike[str] | None, state_url: str | None = None
+) -> APIProvider | DatabaseProvider:
+    """The provider of a metadata API or database URL; its locks and commit journal need a state root or
+    a state database (``state_url``).
 
     Raises:
-        DataCoolieError: no ``state_base_path``.
+        DataCoolieError: neither ``state_base_path`` nor ``state_url``.
     """
-    if state_base_path is None:
+    if state_base_path is None and state_url is None:
         kind = "an API" if is_api_url(url) else "a database"
         raise DataCoolieError(
-            f"metadata from {kind} ({_shown(url)}) needs a state path (--state-path / state_base_path): locks and "
-            "the commit journal are kept there"
+            f"metadata from {kind} ({_shown(url)}) needs a state path (--state-path / state_base_path) or a "
+            "state URL (--state-url / state_url): locks and the commit journal are kept there"
         )
     if is_api_url(url):
         from datacoolie_core.metadata.api_provider import APIProvider  # httpx only when an API is used
 
-        return APIProvider(url, state_base_path=state_base_path)
+        return APIProvider(url, state_base_path=state_base_path, state_url=state_url)
     from datacoolie_core.metadata.database_provider import DatabaseProvider  # SQLAlchemy only for a database
 
-    return DatabaseProvider(url, state_base_path=state_base_path)
+    return DatabaseProvider(url, state_base_path=state_base_path, state_url=state_url)
 
 
 def validate_location(location: str) -> ValidatedDocument:

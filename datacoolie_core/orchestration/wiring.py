@@ -69,13 +69,14 @@ def assemble(
     execution_logger: Any,
     system_logger: Any,
     config: DataCoolieRunConfig,
+    state_url: str | None = None,
 ) -> Components:
     engine = ensure_engine(engine)
     platform = platform if platform is not None else (engine.platform or LocalPlatform())
     engine.attach_platform(platform)  # the same instance twice is fine; a distinct one is rejected
     bind_default_storage_options(engine.storage_options)  # DataCoolie X-08: the engine's options reach the stores
     provider, owns = _provider(
-        metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path
+        metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path, state_url
     )
     roots = QueryRoots(
         sql_base_paths=_sql_roots(provider, sql_base_path),
@@ -111,7 +112,12 @@ def metadata_file_in(path: str | os.PathLike[str]) -> Path:
 
 
 def _provider(
-    provider: Any, metadata_base_path: Any, artifact_base_path: Any, state_base_path: Any, sql_base_path: Any
+    provider: Any,
+    metadata_base_path: Any,
+    artifact_base_path: Any,
+    state_base_path: Any,
+    sql_base_path: Any,
+    state_url: str | None = None,
 ) -> tuple[Any | None, bool]:
     if provider is not None:
         missing = [name for name in PROVIDER_METHODS if not callable(getattr(provider, name, None))]
@@ -124,6 +130,11 @@ def _provider(
             _check_same_root(provider, metadata_base_path)
         if state_base_path is not None:
             _check_same_state(provider, state_base_path)
+        if state_url is not None and getattr(provider, "state_url", None) != state_url:
+            raise DataCoolieError(
+                f"state_url was given, but the injected {type(provider).__name__} keeps its state elsewhere; "
+                "pass state_url to the provider instead"
+            )
         return provider, False
     root = metadata_base_path if metadata_base_path is not None else (
         Path(artifact_base_path) / "metadata" if artifact_base_path is not None else None
@@ -131,8 +142,9 @@ def _provider(
     if root is None:
         return None, False
     if is_metadata_url(root):
-        return url_provider(str(root), state_base_path), True
-    return FileProvider(metadata_file_in(root), state_base_path=state_base_path, sql_base_path=sql_base_path), True
+        return url_provider(str(root), state_base_path, state_url), True
+    file = metadata_file_in(root)
+    return FileProvider(file, state_base_path=state_base_path, sql_base_path=sql_base_path, state_url=state_url), True
 
 
 def _check_same_root(provider: Any, metadata_base_path: Any) -> None:
