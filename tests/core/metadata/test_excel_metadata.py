@@ -43,7 +43,7 @@ def dataflows(*rows: list[Any], header: list[str] | None = None) -> list[list[An
     return [header, *rows]
 
 
-@pytest.mark.parametrize("name", ["full.json", "contract_example.json"])
+@pytest.mark.parametrize("name", ["full.json", "contract_example.json", "every_source.json"])
 def test_a_workbook_holds_the_same_models_as_its_json_twin(tmp_path: Path, name: str) -> None:
     document = json.loads((METADATA_FIXTURES / name).read_text())
     path = write_metadata_workbook(document, tmp_path / "metadata.xlsx")
