@@ -133,6 +133,12 @@ def test_datacoolie_dagster_and_its_metadata_check_load_no_dagster() -> None:
     assert loaded_after("import datacoolie_dagster.location.settings") == ["pydantic"]
 
 
+def test_the_table_analysis_of_a_code_location_loads_sqlglot_only_for_a_query() -> None:
+    assert loaded_after("import datacoolie_dagster.location.tables") == ["pydantic"]
+    code = "from datacoolie_dagster.location.tables import query_tables\nassert query_tables('SELECT a FROM s.t')"
+    assert "sqlglot" in loaded_after(code)
+
+
 def test_unknown_reader_and_writer_list_formats_without_loading_them() -> None:
     code = (
         "from datacoolie_core.sources import get_reader\n"
