@@ -292,6 +292,8 @@ def _report(results: dict[str, list[Sample]], job: Job) -> str:
             "(medians, min-max over rounds; the ratio is taken per round)",
             f"ours phases, median ms (whole job; df: = mean per dataflow, in its thread): {phases('ours')}",
             f"plain phases, median ms (df: = mean per dataflow, in its thread): {phases('plain')}",
+            f"process CPU ratio (imports and the table check included; steadier on a loaded machine): "
+            f"{spread(ratios(results['ours'], results['plain'], 'cpu'))}",
             f"ratio {statistics.median(ratio):.2f}: "
             f"{'within' if statistics.median(ratio) <= TARGET_RATIO else 'ABOVE'} the {TARGET_RATIO}x target",
         ]
