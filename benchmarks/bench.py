@@ -24,7 +24,7 @@ from pathlib import Path
 
 from datacoolie_peer import DEFAULT_VENV, PeerUnavailable, ensure_peer
 from dataset import SCENARIOS, metadata, prepare_data, prepare_state
-from harness import METRICS, Sample, environment, ratios, rotated, run_child, spread
+from harness import METRICS, Sample, compile_sources, environment, ratios, rotated, run_child, spread
 from verify import keep_output, verify
 
 IMPLS = ("bare", "plain", "ours", "datacoolie")
@@ -43,6 +43,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the raw measurements as JSON")
     args = parser.parse_args()
     root = args.workdir.resolve()
+    compile_sources()  # as installed: no per-process compile of our sources (harness.compile_sources)
     scenarios = args.scenarios.split(",")
     pythons = _pythons(args.impls.split(","), args.datacoolie_venv)
     _prepare(root, args.rows)

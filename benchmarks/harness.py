@@ -130,6 +130,23 @@ def profile_all_threads(function: Callable[..., T], *args: Any) -> tuple[T, psta
     return result, stats
 
 
+def compile_sources(*packages: str) -> None:
+    """Byte-compile ``packages`` (default: ours) once, as installing a wheel does.
+
+    With an editable install and ``PYTHONDONTWRITEBYTECODE`` set (this project's machine sets it),
+    no ``.pyc`` is ever written for our sources: every child process would compile about 100
+    modules (~0.1 s) that an installed package, DataCoolie's or Polars', loads precompiled.
+    ``compileall`` writes them anyway; stale ones are recompiled by their source's mtime.
+    """
+    import compileall
+    import importlib.util
+
+    for package in packages or ("datacoolie_core", "datacoolie_dagster"):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin is not None:
+            compileall.compile_dir(os.path.dirname(spec.origin), quiet=1)
+
+
 def environment() -> dict[str, str]:
     """The children's environment: Polars on 2 threads unless the caller chose otherwise."""
     return os.environ | {"POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "2")}

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Literal, Protocol
 
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
 from datacoolie_core.models.runtime import ExecutionResult
+from datacoolie_core.plugins import entry_points_of
 
 GROUP = "datacoolie.run_observers"
 
@@ -135,4 +136,4 @@ def _with_target(context: RunContext, target: str | None) -> RunContext:
 
 
 def _entry_points() -> dict[str, EntryPoint]:
-    return {entry.name: entry for entry in entry_points(group=GROUP)}
+    return {entry.name: entry for entry in entry_points_of(GROUP)}

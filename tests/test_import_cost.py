@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,9 +29,10 @@ PACKAGES = sorted(
 
 
 def loaded_after(code: str, *, cwd: Path | None = None) -> list[str]:
-    """The :data:`HEAVY` modules in ``sys.modules`` after a fresh interpreter runs ``code``."""
+    """The :data:`HEAVY` modules in ``sys.modules`` after a fresh interpreter runs ``code`` (no ``DAGSTER_HOME``)."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, check=True)
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}  # else the run observer loads Dagster
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=cwd, env=env, check=True)
     return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -85,13 +87,56 @@ def test_validate_without_sql_loads_no_engine(tmp_path: Path) -> None:
         )
     )
     code = console_entry("validate", "metadata.json", exit_code=0)
-    assert loaded_after(code, cwd=tmp_path) == ["pydantic", "yaml"]
+    assert loaded_after(code, cwd=tmp_path) == ["pydantic"]  # PyYAML only for a YAML file
+
+
+def test_a_yaml_metadata_file_loads_pyyaml(tmp_path: Path) -> None:
+    (tmp_path / "metadata.yaml").write_text("connections: []\ndataflows: []\n")
+    code = "from datacoolie_core.metadata.loader import read_metadata_file\nread_metadata_file('metadata.yaml')"
+    assert loaded_after(code, cwd=tmp_path) == ["yaml"]
+
+
+def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster(tmp_path: Path) -> None:
+    # parquet -> a new Delta table: predicates (sqlglot) are built only by merges, overwrites and reads
+    # past a watermark; the run observer plug-in stays light when no Dagster instance is configured
+    import polars as pl
+
+    (tmp_path / "landing" / "sales" / "orders").mkdir(parents=True)
+    pl.DataFrame({"id": [1, 2]}).write_parquet(tmp_path / "landing" / "sales" / "orders" / "part-0.parquet")
+    (tmp_path / "metadata.json").write_text(
+        json.dumps(
+            {
+                "connections": [
+                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
+                    {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
+                ],
+                "dataflows": [
+                    {
+                        "name": "orders",
+                        "source": {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
+                        "destination": {"connection_name": "lake", "table": "orders", "load_type": "append"},
+                    }
+                ],
+            }
+        )
+    )
+    code = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
+    loaded = loaded_after(code, cwd=tmp_path)
+    assert {"polars", "deltalake"} <= set(loaded)  # the run did run
+    assert [m for m in loaded if m in ("dagster", "sqlglot", "sqlglot.optimizer", "yaml")] == []
+    assert pl.read_delta(str(tmp_path / "lake" / "orders"))["id"].to_list() == [1, 2]
 
 
 def test_datacoolie_dagster_and_its_metadata_check_load_no_dagster() -> None:
     # core's validator loads the configure.dagster check (an entry point) for every metadata file
     assert loaded_after("import datacoolie_dagster") == []
     assert loaded_after("import datacoolie_dagster.location.settings") == ["pydantic"]
+
+
+def test_the_table_analysis_of_a_code_location_loads_sqlglot_only_for_a_query() -> None:
+    assert loaded_after("import datacoolie_dagster.location.tables") == ["pydantic"]
+    code = "from datacoolie_dagster.location.tables import query_tables\nassert query_tables('SELECT a FROM s.t')"
+    assert "sqlglot" in loaded_after(code)
 
 
 def test_unknown_reader_and_writer_list_formats_without_loading_them() -> None:

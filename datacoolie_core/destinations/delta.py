@@ -15,20 +15,22 @@ from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
 import polars as pl
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.table import TableMerger
-from sqlglot import exp
 
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState
 from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options
+
+if TYPE_CHECKING:  # sqlglot loads with the first predicate: a plain append never builds one
+    from sqlglot import exp
 
 logger = logging.getLogger(__name__)
 
@@ -274,6 +276,8 @@ def translate_errors(path: str, table_name: str | None = None) -> Iterator[None]
 
 
 def column(name: str, alias: str) -> exp.Column:
+    from sqlglot import exp
+
     return exp.column(name, table=alias, quoted=True)
 
 
@@ -283,6 +287,8 @@ def sql(node: exp.Expr) -> str:
 
 def assignments(columns: Sequence[str], *, alias: str = SOURCE) -> dict[str, str]:
     """``{"col": "source"."col"}`` for the ``updates`` of a MERGE clause."""
+    from sqlglot import exp
+
     return {exp.to_identifier(c, quoted=True).sql(): sql(column(c, alias)) for c in columns}
 
 
@@ -291,10 +297,14 @@ def keys_match(keys: Sequence[str]) -> exp.Expr:
 
     Parenthesised: DataFusion binds ``IS NOT DISTINCT FROM`` looser than ``AND``.
     """
+    from sqlglot import exp
+
     return exp.and_(*(exp.paren(exp.NullSafeEQ(this=column(k, TARGET), expression=column(k, SOURCE))) for k in keys))
 
 
 def equals(name: str, alias: str, value: Any) -> exp.Expr:
+    from sqlglot import exp
+
     return exp.EQ(this=column(name, alias), expression=literal(value))
 
 
@@ -308,6 +318,8 @@ def window_predicate(
 
     ``schema`` (the columns' dtypes) makes decimal literals exactly the column's type.
     """
+    from sqlglot import exp
+
     parts: list[exp.Expr] = []
     for name, (lower, upper) in bounds.items():
         dtype = (schema or {}).get(name)
@@ -323,6 +335,8 @@ def literal(value: Any, dtype: pl.DataType | None = None) -> exp.Expr:
 
     ``dtype`` is the compared column's type, when known: a decimal literal then takes its precision.
     """
+    from sqlglot import exp
+
     if isinstance(value, bool):
         return exp.Boolean(this=value)
     if isinstance(value, int):

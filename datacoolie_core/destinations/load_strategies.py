@@ -14,7 +14,6 @@ from typing import Literal, Protocol
 import polars as pl
 from deltalake import DeltaTable
 from deltalake.table import TableMerger
-from sqlglot import exp
 
 from datacoolie_core import columns as fc
 from datacoolie_core import faults
@@ -142,6 +141,8 @@ def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
 
 def _scd2_merge(plan: Scd2Plan, table: DeltaTable, marker: CommitMarker, keys: list[str]) -> TableMerger:
     """One MERGE applying the plan; each source row says which clause it is for (:data:`ACTION`)."""
+    from sqlglot import exp  # predicates only here: appends never load sqlglot
+
     source = pl.concat(
         [
             plan.inserts.with_columns(pl.lit("insert").alias(ACTION)),

@@ -1,4 +1,4 @@
-"""A PyYAML composer that bounds nesting depth and alias expansion (see :mod:`datacoolie_core.limits`).
+"""PyYAML loading for metadata files: duplicate keys refused, timestamps kept as text, sizes bounded.
 
 A 1 KB YAML file with nested aliases (a "billion laughs" bomb) stands for billions of nodes once
 anything walks it. The composer refuses it while composing, before any construction, validation
@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.limits import MAX_DEPTH, MAX_NODES
 
 
@@ -69,3 +70,39 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [part for pair in node.value for part in pair]
     return []
+
+
+class StrictLoader(BoundedComposer, yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys, keeps timestamps as strings and bounds depth and aliases."""
+
+
+def _construct_mapping(loader: StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key '{key}' appears more than once in this mapping; keep one", key_node.start_mark
+            )
+        mapping[key] = loader.construct_object(value_node, deep=deep)
+    return mapping
+
+
+StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def parse_yaml(text: str, file: str) -> Any:
+    """``text`` parsed by :class:`StrictLoader`; a YAML error is a :class:`MetadataError` with its position."""
+    try:
+        document = yaml.load(text, Loader=StrictLoader)  # a SafeLoader subclass: no arbitrary objects
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e)
+        raise MetadataError([MetadataIssue("$", f"invalid YAML{where}: {problem}", file=file)], file=file) from e
+    return {} if document is None else document

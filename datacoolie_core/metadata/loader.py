@@ -12,11 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.limits import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
-from datacoolie_core.metadata.bounded_yaml import BoundedComposer
 
 if TYPE_CHECKING:
     from datacoolie_core.metadata.validation import ValidatedDocument
@@ -139,36 +136,7 @@ def _find_duplicates(node: Any, path: str) -> list[tuple[str, str]]:
     return found
 
 
-class _StrictLoader(BoundedComposer, yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys, keeps timestamps as strings and bounds depth and aliases."""
-
-
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key '{key}' appears more than once in this mapping; keep one", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=deep)
-    return mapping
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_StrictLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def _parse_yaml(text: str, file: str) -> Any:
-    try:
-        document = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise MetadataError([MetadataIssue("$", f"invalid YAML{where}: {problem}", file=file)], file=file) from e
-    return {} if document is None else document
+    from datacoolie_core.metadata.bounded_yaml import parse_yaml  # PyYAML only for YAML files
+
+    return parse_yaml(text, file)

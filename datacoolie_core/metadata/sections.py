@@ -17,11 +17,12 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import Any, Literal, Protocol
 
 from datacoolie_core.errors import MetadataIssue
 from datacoolie_core.models.coerce import closest
+from datacoolie_core.plugins import entry_points_of
 
 SECTIONS_GROUP = "datacoolie.configure_sections"
 Owner = Literal["dataflow", "connection"]
@@ -76,7 +77,7 @@ def _load(entry: EntryPoint | ConfigureSection) -> ConfigureSection | str:
 @functools.cache
 def discovered_sections() -> SectionRegistry:
     """The checks installed packages register (the entry points are read once per process)."""
-    return SectionRegistry({entry.name: entry for entry in entry_points(group=SECTIONS_GROUP)})
+    return SectionRegistry({entry.name: entry for entry in entry_points_of(SECTIONS_GROUP)})
 
 
 def check_sections(

@@ -97,11 +97,14 @@ class ConnectionRef(MetadataModel):
     @property
     def connection(self) -> Connection:
         """The resolved connection."""
-        if self._connection is None:
+        # read from pydantic's private-attribute dict: ``self._connection`` goes through
+        # BaseModel.__getattr__ (a failed ``hasattr`` per read), and paths ask for it ~20 times a dataflow
+        connection: Connection | None = (self.__pydantic_private__ or {}).get("_connection")
+        if connection is None:
             raise LookupError(
                 f"connection '{self.connection_name}' was not resolved; validate with connections in context"
             )
-        return self._connection
+        return connection
 
     def bind(self, connection: Connection) -> None:
         """Attach the resolved connection (providers that resolve references themselves)."""

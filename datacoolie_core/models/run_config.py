@@ -18,7 +18,7 @@ ReplayBound = int | date | datetime
 
 
 class _RunModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)  # no attribute docstrings: see MetadataModel
 
 
 class WindowSpec(_RunModel):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import unicodedata
 from pathlib import Path
 from urllib.parse import unquote
@@ -31,6 +32,8 @@ SHOWN_CHARS = 80
 
 _SEPARATORS = ("/", "\\")
 _URI_PREFIX = ("://",)
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Unicode category Cc, all 65 code points of it: one regex search instead of a category lookup per character."""
 
 
 def shown(value: object) -> str:
@@ -50,7 +53,7 @@ def printable(text: str) -> str:
 
 def has_control(text: str) -> bool:
     """Whether ``text`` holds a NUL, a C0/C1 control character or DEL (Unicode category Cc)."""
-    return any(unicodedata.category(ch) == "Cc" for ch in text)
+    return _CONTROL.search(text) is not None
 
 
 def name_problem(name: str, *, component: bool = True) -> str | None:

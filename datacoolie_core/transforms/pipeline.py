@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from importlib.metadata import entry_points
 
 import polars as pl
 
 from datacoolie_core.errors import TransformError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.plugins import entry_points_of
 from datacoolie_core.transforms.base import TransformContext, Transformer
 from datacoolie_core.transforms.column_names import ColumnNameSanitizer
 from datacoolie_core.transforms.computed_columns import ColumnAdder
@@ -129,7 +129,7 @@ def plugin_transformers() -> tuple[Transformer, ...]:
     """
     builtin = {t.name for t in DEFAULT_TRANSFORMERS}
     found: list[Transformer] = []
-    for entry in entry_points(group=PLUGIN_GROUP):
+    for entry in entry_points_of(PLUGIN_GROUP):
         try:
             loaded = entry.load()
             transformer = loaded() if isinstance(loaded, type) else loaded

@@ -89,8 +89,9 @@ def _reads_spec(asset: TableAsset, io_manager_key: str) -> dg.AssetSpec:
     column = window_column(asset)
     if column is not None:
         metadata[constants.PARTITION_COLUMN] = column
-    spec = asset.spec.replace_attributes(metadata={**asset.spec.metadata, **metadata})
-    return spec if "dagster/io_manager_key" in spec.metadata else spec.with_io_manager_key(io_manager_key)
+    merged = {**asset.spec.metadata, **metadata}
+    merged.setdefault("dagster/io_manager_key", io_manager_key)  # what with_io_manager_key sets; one rebuild
+    return asset.spec.replace_attributes(metadata=merged)
 
 
 def window_column(asset: TableAsset) -> str | None:

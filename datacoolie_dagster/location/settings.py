@@ -49,7 +49,9 @@ _FLAGS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0"
 
 class _Settings(BaseModel):
     # strict as core's metadata models: a string is not an integer, an unknown key is an error
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True
+    )  # no use_attribute_docstrings: it tokenizes the source at import
 
 
 def _timezone(value: str) -> str:

@@ -7,17 +7,15 @@ writes it. Lineage: a dataflow reading another dataflow's destination path depen
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-import sqlglot
-
 from datacoolie_core import DataFlow
 from datacoolie_core.models.coerce import build_path, normalize_path
-from datacoolie_core.sql.lineage import query_tables as core_query_tables
 from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
 
 T = TypeVar("T")
@@ -62,8 +60,9 @@ class DestinationTable:
     def first(self) -> DataFlow:
         return self.dataflows[0]
 
-    @property
+    @functools.cached_property
     def path(self) -> str | None:
+        """The destination's path, built once: a load asks for it about four times per table."""
         return self.first.destination.path
 
     @property
@@ -118,9 +117,13 @@ def source_refs(dataflow: DataFlow) -> list[SourceRef]:
 
 def query_tables(query: str) -> list[tuple[str | None, str]]:
     """``(schema, table)`` of every table a query reads, as the Delta reader reads it; [] if it does not parse."""
+    from sqlglot.errors import ParseError  # sqlglot loads with the first query, not with the code location
+
+    from datacoolie_core.sql.lineage import query_tables as core_query_tables
+
     try:
         return core_query_tables(query)
-    except sqlglot.errors.ParseError:
+    except ParseError:
         return []  # a .sql file reference or a dialect we cannot parse: lineage unknown, not an error
 
 

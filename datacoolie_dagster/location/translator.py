@@ -172,7 +172,8 @@ def with_partition_mappings(
 ) -> dg.AssetSpec:
     """``spec`` whose deps on the tables of ``upstream_partitions`` carry the translator's mapping.
 
-    A mapping already on a dep (set by a ``get_asset_spec`` override) is kept.
+    A mapping already on a dep (set by a ``get_asset_spec`` override) is kept; ``spec`` itself is
+    returned when no dep gets one (rebuilding an ``AssetSpec`` costs about as much as building it).
     """
     deps = []
     for dep in spec.deps:
@@ -180,6 +181,8 @@ def with_partition_mappings(
         if dep.partition_mapping is None and dep.asset_key in upstream_partitions:
             mapping = translator.get_partition_mapping(upstream_partitions[dep.asset_key], spec.partitions_def)
         deps.append(dep if mapping is None else dg.AssetDep(dep.asset_key, partition_mapping=mapping))
+    if all(new is old for new, old in zip(deps, spec.deps, strict=True)):
+        return spec
     return spec.replace_attributes(deps=deps)
 
 

@@ -409,3 +409,18 @@ def test_the_provider_refuses_the_document_as_validate_does(tmp_path: Path) -> N
     with pytest.raises(MetadataError, match=r"dataflows\[0\]\.destination\.table .*path separator"):
         FileProvider(path).get_dataflows()
     assert json.loads(path.read_text())["dataflows"][0]["destination"]["table"] == "../../escaped"
+
+
+def test_control_characters_are_exactly_unicode_category_cc() -> None:
+    # has_control is a regex over the 65 Cc code points: it must agree with unicodedata everywhere
+    import sys
+    import unicodedata
+
+    from datacoolie_core.platform.paths import has_control
+
+    disagree = [
+        hex(c)
+        for c in range(sys.maxunicode + 1)
+        if not 0xD800 <= c <= 0xDFFF and has_control(f"a{chr(c)}b") != (unicodedata.category(chr(c)) == "Cc")
+    ]
+    assert disagree == []

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from datacoolie_core import FileProvider
+from datacoolie_core import FileProvider, plugins
 from datacoolie_core.errors import TransformError
 from datacoolie_core.transforms import (
     DEFAULT_TRANSFORMERS,
@@ -277,9 +277,11 @@ def install_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         monkeypatch.syspath_prepend(str(tmp_path))
         monkeypatch.delitem(__import__("sys").modules, "dc_test_plugin", raising=False)
         plugin_transformers.cache_clear()
+        plugins.rescan()
 
     yield install
     plugin_transformers.cache_clear()
+    plugins.rescan()
 
 
 def test_plugins_join_the_default_pipeline_in_their_slot(install_plugin: Any, make_ctx: MakeCtx) -> None:
