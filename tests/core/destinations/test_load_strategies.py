@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core.columns import IS_CURRENT, VALID_FROM, VALID_TO
 from datacoolie_core.destinations import LOAD_STRATEGIES, DeltaWriter, ReplaceWindow, get_strategy
-from datacoolie_core.destinations.load_strategies import ACTION
+from datacoolie_core.destinations.load_strategies import ACTION, last_per_key
 from datacoolie_core.destinations.scd2_history import MATCH_FROM, plan_scd2
 from datacoolie_core.errors import DestinationError
 from tests.core.destinations.builders import (
@@ -326,3 +326,26 @@ def test_scd2_unchanged_redelivery_creates_no_extra_current_row(tmp_path: Path) 
     assert_frame_equal(
         read_table(dest.path, "id", VALID_FROM), scd2_stored([(1, "a", at(1), None, 1, 1), (2, "b", at(1), None, 1, 1)])
     )
+
+
+@pytest.mark.parametrize(
+    ("rows", "keys", "expected"),
+    [
+        ({"k": [1, 2, 3], "v": [1, 2, 3]}, ["k"], {"k": [1, 2, 3], "v": [1, 2, 3]}),
+        ({"k": [3, 1, 3], "v": [1, 2, 3]}, ["k"], {"k": [1, 3], "v": [2, 3]}),
+        ({"k": [None, 1, None], "v": [1, 2, 3]}, ["k"], {"k": [1, None], "v": [2, 3]}),
+        ({"k": [1, 1, 1], "j": ["a", "b", "a"], "v": [1, 2, 3]}, ["k", "j"], {"k": [1, 1], "j": ["b", "a"], "v": [2, 3]}),
+        ({"k": [None, 2], "v": [1, 2]}, ["k"], {"k": [None, 2], "v": [1, 2]}),
+    ],
+    ids=["unique-keys", "repeated-key-last-wins", "null-keys-are-one-key", "composite-key", "one-null-key"],
+)  # fmt: skip
+def test_a_merge_batch_keeps_the_last_row_per_key(
+    rows: dict[str, list[object]], keys: list[str], expected: dict[str, list[object]]
+) -> None:
+    frame = pl.DataFrame(rows)
+    assert_frame_equal(last_per_key(frame, keys), pl.DataFrame(expected, schema=frame.schema))
+
+
+def test_a_merge_batch_without_repeated_keys_is_not_copied() -> None:
+    frame = pl.DataFrame({"k": [1, 2, None], "v": ["a", "b", "c"]})
+    assert last_per_key(frame, ["k"]) is frame

@@ -335,3 +335,51 @@ def test_which_loads_stream(
     (dataflow,) = FileProvider(path).get_dataflows()
     scan = SourceScan(pl.LazyFrame(), dataflow.source, ReadRequest(), "label", {}, size_hint=size)
     assert streams(dataflow, scan) is expected
+
+
+LINEAGE_AND_SYSTEM_TYPES = {
+    "__file_name": "string",
+    "__file_path": "string",
+    "__file_modification_time": "timestamp",
+    "__created_at": "timestamp",
+    "__updated_at": "timestamp",
+    "__updated_by": "string",
+    "__dataflow_run_id": "string",
+}
+"""The Delta types DataCoolie (Spark) writes these columns with: plain strings and UTC timestamps."""
+
+
+@pytest.mark.parametrize(
+    ("load_type", "streamed"),
+    [("append", True), ("append", False), ("merge_upsert", False)],
+    ids=["append-streamed", "append-collected", "merge-collected"],
+)
+@pytest.mark.parametrize("source_format", ["parquet", "jsonl", "csv"])
+def test_lineage_and_system_columns_keep_their_delta_types(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source_format: str, load_type: str, streamed: bool
+) -> None:
+    """However a load runs, the table's log declares the framework columns as Spark does, never as a
+    dictionary/categorical or a view type, and every row holds its own file's name and path."""
+    if not streamed:
+        monkeypatch.setattr(dataflow_runner, "STREAM_FROM_BYTES", 2**62)
+    options = {"read_options": {"header": "true"}} if source_format == "csv" else {}
+    path = metadata(tmp_path, source_format=source_format, load_type=load_type)
+    if options:
+        document = json.loads(path.read_text())
+        document["connections"][0]["configure"] |= options
+        path.write_text(json.dumps(document))
+    folder = tmp_path / "landing" / "sales" / "orders"
+    folder.mkdir(parents=True)
+    for name, ids in (("a", range(3)), ("b", range(3, 5))):
+        frame = pl.DataFrame({"order_id": list(ids)})
+        {"parquet": frame.write_parquet, "jsonl": frame.write_ndjson, "csv": frame.write_csv}[source_format](
+            folder / f"{name}.{source_format}"
+        )
+    info, _, _ = execute(path)
+    assert info.status == "succeeded", info.error_message
+    logged = {f.name: f.type.type for f in DeltaTable(target(tmp_path)).schema().fields if f.name.startswith("__")}
+    assert logged == LINEAGE_AND_SYSTEM_TYPES
+    table = pl.read_delta(target(tmp_path)).sort("order_id")
+    assert table["__file_name"].to_list() == [f"a.{source_format}"] * 3 + [f"b.{source_format}"] * 2
+    assert table["__file_path"].to_list() == [str(folder / n) for n in table["__file_name"]]
+    assert table["__dataflow_run_id"].unique().to_list() == [info.dataflow_run_id]
