@@ -11,6 +11,11 @@ its config, as Dagster's run config would under ``execution:``::
         backend: {env: DATACOOLIE_CELERY_BACKEND}
     executor: {k8s: {job_namespace: dagster}}   # one Kubernetes Job per step
 
+``DATACOOLIE_EXECUTOR_CONFIG`` gives the module code location (``datacoolie_dagster.definitions``,
+the Docker image) the same setting from a YAML file (:func:`executor_setting_from_file`): a
+top-level ``executor:`` as above, or dagster-celery's own worker file (``execution: config:``), so
+that the code location and its Celery workers read one file.
+
 It becomes the ``Definitions`` default executor, so it runs the sharded stage jobs (one step per
 shard), the maintenance job and every asset run (Dagster's implicit asset job). The config is
 checked against the executor's own schema when the code location loads: a typo fails the load
@@ -21,10 +26,12 @@ with Dagster's message, not the first run. ``celery`` and ``k8s`` need their Dag
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Mapping
 from typing import Any
 
 import dagster as dg
+import yaml
 
 EXECUTORS = {
     "in_process": ("dagster", "in_process_executor", None),
@@ -101,3 +108,23 @@ def _check_config(name: str, executor: dg.ExecutorDefinition) -> None:
         dg.validate_run_config(probe_job)
     except dg.DagsterInvalidConfigError as error:
         raise ExecutorSettingError(f"executor.{name}: {error}") from error
+
+
+def executor_setting_from_file(path: str | os.PathLike[str]) -> ExecutorSetting:
+    """The setting in a YAML file: its ``executor:``, or the celery executor of a dagster-celery worker file.
+
+    Raises:
+        ExecutorSettingError: the file holds neither (naming the file and both accepted layouts).
+    """
+    with open(path, encoding="utf-8") as stream:
+        document = yaml.safe_load(stream)
+    if isinstance(document, Mapping) and "executor" in document:
+        setting: ExecutorSetting = document["executor"]
+        return setting
+    execution = document.get("execution") if isinstance(document, Mapping) else None
+    if isinstance(execution, Mapping) and isinstance(execution.get("config"), Mapping):
+        return {"celery": execution["config"]}
+    raise ExecutorSettingError(
+        f"{os.fspath(path)}: expected a top-level 'executor:' (e.g. 'executor: {{celery: {{broker: …}}}}') "
+        "or a dagster-celery worker file ('execution: {config: {broker: …}}')"
+    )

@@ -10,14 +10,11 @@ from __future__ import annotations
 import os
 
 import dagster as dg
-import yaml
 
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.location.executors import executor_setting_from_file
 
 STAGE_JOB = "datacoolie_landing2bronze"
-
-with open(os.environ["DATACOOLIE_CELERY_CONFIG"], encoding="utf-8") as config:
-    CELERY_CONFIG = yaml.safe_load(config)["execution"]["config"]
 
 defs = build_definitions(
     os.environ["DATACOOLIE_TEST_METADATA"],
@@ -26,7 +23,7 @@ defs = build_definitions(
     retry_count=0,
     include_sensors=False,
     run_retries=0,
-    executor={"celery": CELERY_CONFIG},
+    executor=executor_setting_from_file(os.environ["DATACOOLIE_EXECUTOR_CONFIG"]),
 )
 
 

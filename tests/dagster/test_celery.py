@@ -126,7 +126,7 @@ def deploy(root: Path, broker: str, database: dict[str, str], db: int) -> Deploy
         **database,
         "DATACOOLIE_CELERY_BROKER": f"{broker}/{db}",
         "DATACOOLIE_CELERY_BACKEND": f"{broker}/{db + 1}",
-        "DATACOOLIE_CELERY_CONFIG": str(root / "worker.yaml"),
+        "DATACOOLIE_EXECUTOR_CONFIG": str(root / "worker.yaml"),
         "DATACOOLIE_SHARED_STORAGE": str(shared / "dagster"),
         "DATACOOLIE_TEST_METADATA": str(shared / "metadata.json"),
         "DATACOOLIE_TEST_STATE": str(shared / "state"),
@@ -158,7 +158,10 @@ def coordinator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         if on_instance is not None:
             on_instance(instance)
         return dg.execute_job(
-            dg.reconstructable(location.stage_job), instance=instance, run_config={"job_num": SHARDS}, raise_on_error=False
+            dg.reconstructable(location.stage_job),
+            instance=instance,
+            run_config={"job_num": SHARDS},
+            raise_on_error=False,
         )
 
     yield run
@@ -216,4 +219,75 @@ def test_a_stage_fans_out_over_two_celery_workers(
     # both workers ran steps, and no step ran twice
     assert {w for _, w in taken} == {w.hostname for w in workers}
     assert len(taken) == len({s for s, _ in taken})
+    assert_nothing_local(workers)
+
+
+class KillMidStep:
+    """Watches the run from a thread; SIGKILLs ``victim`` once it is inside a shard step that has
+    written some but not all of its shard's tables (a condition in the event log and the lake)."""
+
+    def __init__(self, deployment: Deployment, victim: Worker) -> None:
+        self.deployment, self.victim = deployment, victim
+        self.killed_step: str | None = None
+        self.written_before_kill = 0
+        self.done = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self, instance: dg.DagsterInstance) -> None:
+        self.thread = threading.Thread(target=self._watch, args=(instance,), daemon=True)
+        self.thread.start()
+
+    def _watch(self, instance: dg.DagsterInstance) -> None:
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while not self.done.is_set() and time.monotonic() < deadline:
+            runs = instance.get_runs(limit=1)
+            if runs and self._caught(instance, runs[0].run_id):
+                return
+            time.sleep(0.05)
+
+    def _caught(self, instance: dg.DagsterInstance, run_id: str) -> bool:
+        finished = {
+            str(r.dagster_event.step_key)
+            for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)
+            if r.dagster_event
+        }
+        for step, worker in worker_of_steps(instance, run_id):
+            if worker != self.victim.hostname or step in finished or "[shard_" not in step:
+                continue
+            tables = self.deployment.shard_tables(int(step.rsplit("_", 1)[1].rstrip("]")))
+            written = sum((t / "_delta_log").exists() for t in tables)
+            if 0 < written < len(tables):
+                self.victim.kill()
+                self.killed_step, self.written_before_kill = step, written
+                return True
+        return False
+
+
+def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], coordinator: Any
+) -> None:
+    deployment = deploy(tmp_path, broker, postgres_database, db=2)
+    with celery_workers(2, tmp_path, tmp_path / "worker.yaml", tmp_path / "coordinator_home" / "dagster.yaml",
+                        process_env(deployment), f"{broker}/2") as workers:  # fmt: skip
+        victim, survivor = workers
+        killer = KillMidStep(deployment, victim)
+        try:
+            result = coordinator(deployment, on_instance=killer.start)
+        finally:
+            killer.done.set()
+        with dg.DagsterInstance.from_config(str(tmp_path / "coordinator_home")) as instance:
+            taken = worker_of_steps(instance, result.run_id)
+            starts = [str(r.dagster_event.step_key) for r in instance.all_logs(
+                result.run_id, of_type=dg.DagsterEventType.STEP_START) if r.dagster_event]  # fmt: skip
+
+    assert killer.killed_step is not None, "the victim was never caught inside a half-done shard step"
+    assert victim.process.returncode is not None
+    assert result.success
+    # the killed step started twice: on the victim, then (redelivered by Redis) on the survivor
+    assert starts.count(killer.killed_step) == 2
+    assert [w for s, w in taken if s == killer.killed_step] == [victim.hostname, survivor.hostname]
+    assert shard_steps(result) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
+    # the tables the victim had written before it died were not written again: 0 lost, 0 duplicated
+    assert killer.written_before_kill > 0
+    assert_tables_exact(deployment)
     assert_nothing_local(workers)
