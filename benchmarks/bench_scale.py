@@ -1,0 +1,228 @@
+"""One stage job on one host: Dagster's multiprocess executor against Celery with 2 workers.
+
+    .venv/bin/python benchmarks/bench_scale.py [--small 200] [--small-rows 100] [--large 8]
+                                               [--large-rows 1000000] [--shards 4] [--rounds 2]
+                                               [--out /tmp/bench_scale.json]
+
+Two workloads, each a stage ``landing2bronze`` of append dataflows (parquet -> Delta, an
+``updated_at`` watermark): ``small`` (200 dataflows of 100 rows) and ``large`` (8 of 1M rows). The
+stage job fans out ``--shards`` shard steps; a run is ``dg.execute_job`` of that job, the run's
+coordinator in this process, the Dagster instance on a private PostgreSQL, timed from launch to the
+run's end, with the tables and the state removed before each run (a first load, every round).
+
+* ``multiprocess``: ``{multiprocess: {max_concurrent: 2}}``, one process per step on this host.
+* ``celery``: deploy/celery/worker.yaml's executor; a private Redis (broker and results) and two
+  ``dagster-celery`` workers of one process each (tests/dagster/celery_support.py), started once.
+
+Both read the code location tests/dagster/celery_location.py (the one the Celery tests use). The
+per-dataflow overhead of the distributed path is (celery - multiprocess wall) / dataflows; the
+event log splits each step's life into dispatch (the executor handing the step over -> the step
+starting: broker + worker pick-up, or process spawn) and the step itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPOSITORY))
+
+import dagster as dg  # noqa: E402
+import polars as pl  # noqa: E402
+
+from tests.dagster.celery_support import celery_workers  # noqa: E402
+from tests.support.postgres import postgres_url  # noqa: E402
+from tests.support.redis import redis_url  # noqa: E402
+
+STAGE = "landing2bronze"
+LOCATION = "tests.dagster.celery_location"
+EXECUTORS = ("multiprocess", "celery")
+
+
+def write_stage(shared: Path, dataflows: int, rows: int) -> None:
+    """``dataflows`` landing folders of ``rows`` rows and their metadata (absolute paths)."""
+    lake = shared / "lake"
+    flows = []
+    for i in range(dataflows):
+        folder = lake / "landing" / f"s_{i:03d}"
+        folder.mkdir(parents=True)
+        start = datetime(2024, 1, 1)
+        pl.DataFrame(
+            {
+                "id": pl.int_range(i * rows, (i + 1) * rows, eager=True),
+                "value": pl.int_range(0, rows, eager=True).cast(pl.Float64),
+                "updated_at": pl.datetime_range(start, start + timedelta(seconds=rows - 1), "1s", eager=True),
+            }
+        ).write_parquet(folder / "batch_001.parquet")
+        flows.append(
+            {
+                "name": f"df_{i:03d}",
+                "stage": STAGE,
+                "source": {"connection_name": "landing", "table": f"s_{i:03d}", "watermark_columns": ["updated_at"]},
+                "destination": {"connection_name": "bronze", "table": f"t_{i:03d}", "load_type": "append"},
+            }
+        )
+    connections = [
+        {"name": "landing", "connection_type": "file", "format": "parquet", "configure": {"base_path": str(lake / "landing")}},
+        {"name": "bronze", "connection_type": "lakehouse", "format": "delta", "configure": {"base_path": str(lake / "bronze")}},
+    ]  # fmt: skip
+    (shared / "metadata.json").write_text(
+        json.dumps({"connections": connections, "dataflows": flows}), encoding="utf-8"
+    )
+
+
+def executor_files(root: Path) -> dict[str, Path]:
+    files = {"multiprocess": root / "multiprocess.yaml", "celery": root / "worker.yaml"}
+    files["multiprocess"].write_text("executor: {multiprocess: {max_concurrent: 2}}\n", encoding="utf-8")
+    shutil.copyfile(REPOSITORY / "deploy" / "celery" / "worker.yaml", files["celery"])
+    return files
+
+
+def run_once(shared: Path, home: Path, executor_file: Path, shards: int) -> dict[str, Any]:
+    """One timed run on a fresh lake; the run's wall time and its steps' dispatch and run times."""
+    shutil.rmtree(shared / "lake" / "bronze", ignore_errors=True)
+    shutil.rmtree(shared / "state", ignore_errors=True)
+    os.environ["DATACOOLIE_EXECUTOR_CONFIG"] = str(executor_file)
+    sys.modules.pop(LOCATION, None)
+    location = __import__(LOCATION, fromlist=["stage_job"])
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        started = time.perf_counter()
+        result = dg.execute_job(
+            dg.reconstructable(location.stage_job), instance=instance, run_config={"job_num": shards}
+        )
+        wall = time.perf_counter() - started
+        assert result.success, f"run {result.run_id} failed"
+        steps = step_times(instance, result.run_id)
+    return {"wall_s": round(wall, 2), **steps}
+
+
+def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
+    """Median dispatch (first engine event of a step -> STEP_START) and run (STEP_START -> STEP_SUCCESS) of the shard steps."""
+    first: dict[str, float] = {}
+    start: dict[str, float] = {}
+    end: dict[str, float] = {}
+    for record in instance.all_logs(run_id):
+        event = record.dagster_event
+        key = event.step_key if event else None
+        if not key or "run_shard" not in key:
+            continue
+        first.setdefault(key, record.timestamp)
+        if event.event_type == dg.DagsterEventType.STEP_START:
+            start[key] = record.timestamp
+        elif event.event_type == dg.DagsterEventType.STEP_SUCCESS:
+            end[key] = record.timestamp
+    dispatch = [start[k] - first[k] for k in start]
+    running = [end[k] - start[k] for k in end if k in start]
+    return {
+        "steps": len(end),
+        "dispatch_median_s": round(statistics.median(dispatch), 2),
+        "step_median_s": round(statistics.median(running), 2),
+    }
+
+
+@contextmanager
+def servers(root: Path) -> Iterator[tuple[str, dict[str, str]]]:
+    """Redis and PostgreSQL (a fresh database), the environment every process gets."""
+    with ExitStack() as stack:
+        broker = stack.enter_context(redis_url())
+        pg = stack.enter_context(postgres_url())
+        import psycopg2
+
+        admin = psycopg2.connect(pg)
+        admin.autocommit = True
+        admin.cursor().execute('CREATE DATABASE "bench_scale"')
+        admin.close()
+        from urllib.parse import urlparse
+
+        parsed = urlparse(pg)
+        env = {
+            "DATACOOLIE_PG_HOST": parsed.hostname or "127.0.0.1",
+            "DATACOOLIE_PG_PORT": str(parsed.port),
+            "DATACOOLIE_PG_USER": parsed.username or "postgres",
+            "DATACOOLIE_PG_PASSWORD": parsed.password or "",
+            "DATACOOLIE_PG_DB": "bench_scale",
+            "DATACOOLIE_CELERY_BROKER": f"{broker}/0",
+            "DATACOOLIE_CELERY_BACKEND": f"{broker}/1",
+            "DATACOOLIE_SHARED_STORAGE": str(root / "shared" / "dagster"),
+            "DATACOOLIE_TEST_METADATA": str(root / "shared" / "metadata.json"),
+            "DATACOOLIE_TEST_STATE": str(root / "shared" / "state"),
+        }
+        yield f"{broker}/0", env
+
+
+def bench_workload(name: str, dataflows: int, rows: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    root = Path(tempfile.mkdtemp(prefix=f"bench-scale-{name}-"))
+    results = []
+    try:
+        shared = root / "shared"
+        write_stage(shared, dataflows, rows)
+        files = executor_files(root)
+        home = root / "coordinator_home"
+        home.mkdir()
+        shutil.copyfile(REPOSITORY / "deploy" / "celery" / "dagster.yaml", home / "dagster.yaml")
+        with servers(root) as (broker, env):
+            os.environ.update(env)
+            worker_env = {**os.environ, "PYTHONPATH": str(REPOSITORY), "DATACOOLIE_EXECUTOR_CONFIG": str(files["celery"]),
+                          "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
+            with celery_workers(2, root, files["celery"], home / "dagster.yaml", worker_env, broker):
+                for round_ in range(args.rounds):
+                    order = EXECUTORS if round_ % 2 == 0 else EXECUTORS[::-1]
+                    for executor in order:
+                        sample = run_once(shared, home, files[executor], args.shards)
+                        sample |= {"workload": name, "executor": executor, "round": round_, "dataflows": dataflows}
+                        print(json.dumps(sample), flush=True)
+                        results.append(sample)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return results
+
+
+def summary(results: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for workload in dict.fromkeys(r["workload"] for r in results):
+        walls = {
+            e: statistics.median(r["wall_s"] for r in results if r["workload"] == workload and r["executor"] == e)
+            for e in EXECUTORS
+        }
+        count = next(r["dataflows"] for r in results if r["workload"] == workload)
+        overhead = (walls["celery"] - walls["multiprocess"]) / count * 1000
+        lines.append(
+            f"{workload}: multiprocess {walls['multiprocess']:.1f} s, celery {walls['celery']:.1f} s, "
+            f"distributed overhead {overhead:+.0f} ms per dataflow ({count} dataflows)"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--small", type=int, default=200)
+    parser.add_argument("--small-rows", type=int, default=100)
+    parser.add_argument("--large", type=int, default=8)
+    parser.add_argument("--large-rows", type=int, default=1_000_000)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    os.environ.setdefault("POLARS_MAX_THREADS", "2")
+    results = bench_workload("small", args.small, args.small_rows, args)
+    results += bench_workload("large", args.large, args.large_rows, args)
+    for line in summary(results):
+        print(line)
+    if args.out:
+        args.out.write_text(json.dumps({"load_average": os.getloadavg(), "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
