@@ -106,7 +106,7 @@ class WatermarkError(TerminalError):
             part
             for part in (
                 f"dataflow {dataflow_id}" if dataflow_id else "",
-                f"file {path}" if path else "",
+                (f"at {path}" if "://" in path else f"file {path}") if path else "",  # a database row or URL
             )
             if part
         )

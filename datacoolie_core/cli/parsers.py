@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from datacoolie_core.cli.common import STATE_URL_HELP
+
 HANDLERS = {
     "validate": "datacoolie_core.cli.validate:validate_command",
     "run": "datacoolie_core.cli.run:run_command",
@@ -89,6 +91,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-on-error", action="store_true", help="admit nothing new after the first failure")
     parser.add_argument("--log-path", default=None, help="write execution and system logs under this folder")
     parser.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
+    parser.add_argument("--state-url", default=None, help=STATE_URL_HELP)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     if parser.prog.split()[-1] != "maintenance":
         parser.add_argument("--dataflow", default=None, help="only these dataflows of the stage (names, comma list)")
@@ -100,26 +103,43 @@ def _common(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--no-observers", action="store_true", help="record the run with no run observer")
 
 
-STATE_ACTIONS = ("show", "repair", "reset")
+STATE_ACTIONS = ("show", "repair", "reset", "migrate")
 _STATE_HELP = """\
-``datacoolie state show | repair | reset``: look at, and deliberately fix, one dataflow's state.
+``datacoolie state show | repair | reset | migrate``: look at, deliberately fix, or move state.
 
 The engine refuses to run on damaged state (see ``docs/state.md``); these commands are the way out.
 ``show`` prints the watermark, the commit journal and what the destination's Delta log holds, and
 the verdict of the pre-write check. ``repair`` makes the state agree with the destination: the
 watermark becomes the furthest one its commits recorded, so rows of a lost commit are read again
 and nothing is read twice. ``reset`` removes the watermark: the next run reads everything again.
-Both only print their plan unless ``--confirm`` is given.
+Both only print their plan unless ``--confirm`` is given. ``migrate`` copies every watermark and
+commit record from one store to another (a state folder or a ``postgresql://`` URL; see
+``docs/state-store.md``).
 """
+_DATAFLOW_ACTIONS = {
+    "show": "inspect one dataflow's state",
+    "repair": "rebuild one dataflow's state from its destination's log",
+    "reset": "remove one dataflow's watermark: the next run reloads",
+}
+_MIGRATE_HELP = (
+    "Copy every watermark and commit record from one state store to another, byte for byte: "
+    "a state root folder (as --state-path) or a postgresql:// URL (as --state-url). Every record "
+    "is read and checked first: a damaged one stops the copy before anything is written. A record "
+    "the target already holds with a different value stops it too. Stop the runs using either store first."
+)
 
 
 def _add_state(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    state = commands.add_parser("state", help="show, repair or reset one dataflow's state", description=_STATE_HELP)
-    state.add_argument(
-        "action", choices=STATE_ACTIONS, help="show: inspect; repair: rebuild from the log; reset: reload"
-    )
-    state.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
-    state.add_argument("--dataflow", required=True, help="the dataflow's name")
-    state.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
-    state.add_argument("--confirm", action="store_true", help="repair/reset: do it (without: print the plan)")
-    state.add_argument("--json", action="store_true", help="show: print the facts as JSON")
+    state = commands.add_parser("state", help="show, repair, reset or migrate state", description=_STATE_HELP)
+    actions = state.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for action, summary in _DATAFLOW_ACTIONS.items():
+        sub = actions.add_parser(action, help=summary, description=summary)
+        sub.add_argument("--metadata", required=True, help="metadata file, or a folder holding metadata.json")
+        sub.add_argument("--dataflow", required=True, help="the dataflow's name")
+        sub.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
+        sub.add_argument("--state-url", default=None, help=STATE_URL_HELP)
+        sub.add_argument("--confirm", action="store_true", help="repair/reset: do it (without: print the plan)")
+        sub.add_argument("--json", action="store_true", help="show: print the facts as JSON")
+    migrate = actions.add_parser("migrate", help="copy all state between stores", description=_MIGRATE_HELP)
+    migrate.add_argument("--from", dest="source", required=True, help="state root folder or postgresql:// URL")
+    migrate.add_argument("--to", dest="target", required=True, help="state root folder or postgresql:// URL")

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
+from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE, state_location
 from datacoolie_core.cli.progress import Progress
 from datacoolie_core.cli.signals import exit_code_of
 from datacoolie_core.errors import DataCoolieError, MetadataError
@@ -130,8 +130,10 @@ def _drive(
     if config is None:
         return EXIT_USAGE
     try:
+        state_path, state_url = state_location(args)
         with DataCoolieDriver(
-            metadata_base_path=args.metadata, state_base_path=args.state_path, log_base_path=args.log_path, config=config
+            metadata_base_path=args.metadata, state_base_path=state_path, state_url=state_url,
+            log_base_path=args.log_path, config=config,
         ) as driver:  # fmt: skip
             progress = Progress(sys.stderr, enabled=not args.json)
             result = operation(driver, progress)

@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
+from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE, state_location
 from datacoolie_core.destinations import get_writer
 from datacoolie_core.destinations.base import CommitLog
 from datacoolie_core.errors import DataCoolieError, MetadataError, WatermarkError
@@ -29,6 +29,7 @@ from datacoolie_core.orchestration.wiring import metadata_file_in
 from datacoolie_core.watermark.integrity import merge_recorded
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
+from datacoolie_core.watermark.migrate import migrate_state, open_state_location
 from datacoolie_core.watermark.serializer import serialize_watermark
 
 
@@ -45,6 +46,8 @@ class _Target:
 
 
 def state_command(args: argparse.Namespace) -> int:
+    if args.action == "migrate":
+        return _migrate(args)
     try:
         target = _target(args)
         if args.action == "show":
@@ -61,7 +64,8 @@ def state_command(args: argparse.Namespace) -> int:
 
 
 def _target(args: argparse.Namespace) -> _Target:
-    provider = FileProvider(metadata_file_in(args.metadata), state_base_path=args.state_path)
+    state_path, state_url = state_location(args)
+    provider = FileProvider(metadata_file_in(args.metadata), state_base_path=state_path, state_url=state_url)
     by_name = {str(d.name): d for d in provider.get_dataflows(active_only=False)}  # names are unique
     if args.dataflow not in by_name:
         raise DataCoolieError(f"no dataflow named {args.dataflow!r}{did_you_mean(args.dataflow, by_name)}")
@@ -95,7 +99,7 @@ def _facts(target: _Target) -> dict[str, Any]:
     commits = read_app_commits(writer, target.dataflow)
     return {
         "dataflow": f"{target.dataflow.name} [{dataflow_id}]",
-        "watermark_file": str(provider.watermark_path(dataflow_id)),
+        "watermark_file": provider.watermark_location(dataflow_id),
         "watermark": _text(provider.get_watermark(dataflow_id)),
         "journal_file": target.journal.location(dataflow_id),
         "journal": _text(provider.get_pending_commit(dataflow_id)),
@@ -166,4 +170,23 @@ def _carry_out(target: _Target, plan: _Plan, *, confirm: bool) -> int:
     target.watermarks.replace_watermark(target.dataflow_id, plan.watermark)
     target.journal.settle(target.dataflow_id, plan.record)
     print(f"done: {plan.says}")
+    return EXIT_OK
+
+
+# --- migrate ----------------------------------------------------------------------------------
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    try:
+        source = open_state_location(args.source)
+        target = open_state_location(args.target)
+        try:
+            result = migrate_state(source, target)
+        finally:
+            source.close()
+            target.close()
+    except DataCoolieError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_DATAFLOW_FAILED if isinstance(e, WatermarkError) else EXIT_USAGE
+    print(f"copied {result.copied} record(s), {result.unchanged} already in place")
     return EXIT_OK

@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 
 from datacoolie_core.backoff import retry_after
-from datacoolie_core.errors import MetadataError, MetadataIssue, WatermarkError
+from datacoolie_core.errors import DataCoolieError, MetadataError, MetadataIssue, WatermarkError
 from datacoolie_core.metadata.file_provider import FileProvider
 from datacoolie_core.metadata.selection import with_shared_schema_hints
 from datacoolie_core.metadata.validation import validate_document
@@ -53,6 +53,7 @@ class APIProvider(FileProvider):
     Args:
         url: the workspace root, ``https://host/prefix/workspaces/<workspace_id>``.
         state_base_path: the local state root (locks, commit journal under ``<root>/watermarks``).
+        state_url: or a state database (``postgresql://…``) for the locks and the commit journal.
         api_key: sent as ``X-API-Key``; default ``$DATACOOLIE_METADATA_API_KEY``.
 
     Example:
@@ -64,7 +65,8 @@ class APIProvider(FileProvider):
         self,
         url: str,
         *,
-        state_base_path: str | os.PathLike[str],
+        state_base_path: str | os.PathLike[str] | None = None,
+        state_url: str | None = None,
         api_key: str | None = None,
         page_size: int = 200,
         max_retries: int = 3,
@@ -72,10 +74,14 @@ class APIProvider(FileProvider):
         backoff: float = 1.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        super().__init__(url, state_base_path=state_base_path)
+        if state_base_path is None and state_url is None:
+            raise DataCoolieError(
+                f"metadata from an API ({url}) needs a state_base_path or a state_url (locks, journal)"
+            )
+        super().__init__(url, state_base_path=state_base_path, state_url=state_url)
         self.url = url.rstrip("/")
         self.config_path = None  # type: ignore[assignment]  # no file: wiring must not treat it as one
-        self.watermark_base_path = None  # type: ignore[assignment]  # watermarks live in the API
+        self.watermark_base_path = None  # watermarks live in the API
         self.page_size, self.max_retries, self.backoff, self._sleep = page_size, max_retries, backoff, sleep
         key = api_key if api_key is not None else os.environ.get(API_KEY_VARIABLE)
         register_secret(key)
@@ -130,6 +136,9 @@ class APIProvider(FileProvider):
 
     def watermark_path(self, dataflow_id: str) -> str:  # type: ignore[override]  # a URL, for messages
         return f"{self.url}/watermarks/{dataflow_id}"
+
+    def watermark_location(self, dataflow_id: str) -> str:
+        return self.watermark_path(dataflow_id)
 
     def watermark_folder(self, dataflow_id: str) -> str:
         return dataflow_id  # the local lock and journal folder

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from datacoolie_core.errors import DataCoolieError, WatermarkError
 from datacoolie_core.metadata.loader import read_metadata_file
 from datacoolie_core.metadata.selection import (
     matching_schema_hints,
@@ -24,6 +25,7 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.transform import SchemaHint
 from datacoolie_core.watermark.file_store import WATERMARK_FILE_NAME, FileWatermarkStore
 from datacoolie_core.watermark.journal import PENDING_COMMIT_FILE_NAME
+from datacoolie_core.watermark.store import StateStore, open_state_store
 
 WATERMARK_FOLDER = "watermarks"
 _LOG = logging.getLogger("datacoolie.metadata")
@@ -42,6 +44,9 @@ class FileProvider:
         watermark_base_path: the watermark root itself; wins over ``state_base_path``.
         state_base_path: a state root; watermarks go to ``<state_base_path>/watermarks``.
             Without either, ``<folder of config_path>/watermarks``.
+        state_url: a state database (``postgresql://…``) instead of files: watermarks, commit
+            records and writer locks for several hosts (see ``docs/state-store.md``); excludes
+            ``watermark_base_path`` and ``state_base_path``.
         sql_base_path: one or several roots for ``.sql`` query references.
 
     Example:
@@ -57,18 +62,16 @@ class FileProvider:
         watermark_base_path: str | os.PathLike[str] | None = None,
         state_base_path: str | os.PathLike[str] | None = None,
         sql_base_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+        state_url: str | None = None,
     ) -> None:
         self.config_path = Path(config_path)
-        if watermark_base_path is not None:
-            root = Path(watermark_base_path)
-        elif state_base_path is not None:
-            root = Path(state_base_path) / WATERMARK_FOLDER
-        else:
-            root = self.config_path.parent / WATERMARK_FOLDER
-        self.watermark_base_path = root
+        self.state_url = state_url
+        root = _watermark_root(self.config_path, watermark_base_path, state_base_path, state_url)
+        self.watermark_base_path: Path | None = root
+        """The file store's watermark folder; ``None`` when the state is in a database."""
         self.sql_base_paths: tuple[Path, ...] = tuple(Path(p) for p in normalize_paths(sql_base_path))
         """SQL roots this provider's configuration declares (``.sql`` query references)."""
-        self._store = FileWatermarkStore(root)
+        self._store: StateStore = FileWatermarkStore(root) if root is not None else open_state_store(str(state_url))
         self._lock = threading.Lock()
         self._document: ValidatedDocument | None = None
 
@@ -170,7 +173,25 @@ class FileProvider:
         return "_".join(p for p in (*parts, dataflow_id) if p)
 
     def watermark_path(self, dataflow_id: str) -> Path:
+        """The watermark file (file store only; :meth:`watermark_location` names any store's record)."""
+        if not isinstance(self._store, FileWatermarkStore):
+            raise WatermarkError(
+                f"the state is not in files but in {self._store.location(self.watermark_folder(dataflow_id))}"
+            )
         return self._store.path_for(self.watermark_folder(dataflow_id))
+
+    def watermark_location(self, dataflow_id: str) -> str:
+        """Where the watermark lives (a file path, or a table and key), for messages."""
+        return self._store.location(self.watermark_folder(dataflow_id))
+
+    def journal_location(self, dataflow_id: str) -> str:
+        """Where the commit journal record lives, for messages."""
+        return self._store.location(self.watermark_folder(dataflow_id), PENDING_COMMIT_FILE_NAME)
+
+    @property
+    def state_store(self) -> StateStore:
+        """The store holding this provider's watermarks, commit records and writer locks."""
+        return self._store
 
     def get_watermark(self, dataflow_id: str) -> str | None:
         return self._store.read(self.watermark_folder(dataflow_id))
@@ -183,8 +204,8 @@ class FileProvider:
         job_id: str | None = None,
         dataflow_run_id: str | None = None,
     ) -> None:
-        """Replace the stored text atomically. ``job_id``/``dataflow_run_id`` are not stored by files."""
-        self._store.write(self.watermark_folder(dataflow_id), value)
+        """Replace the stored text atomically. ``job_id``/``dataflow_run_id`` are kept where the store keeps history."""
+        self._store.write(self.watermark_folder(dataflow_id), value, job_id=job_id, dataflow_run_id=dataflow_run_id)
 
     def delete_watermark(self, dataflow_id: str) -> None:
         """Remove the stored watermark (a deliberate ``datacoolie state reset``)."""
@@ -209,7 +230,8 @@ class FileProvider:
         """Exclusive access to one destination table across threads and processes (one writer).
 
         The lock lives beside the watermarks (``<watermarks>/.locks/writer-<sha256>.lock``), so every
-        process sharing the state root — runs of several Dagster run workers — takes turns.
+        process sharing the state root — runs of several Dagster run workers — takes turns; with a
+        state URL it is a PostgreSQL advisory lock, shared by every host.
         """
         digest = hashlib.sha256(destination_key.encode("utf-8")).hexdigest()[:32]
         return self._store.named_lock(f"writer-{digest}")
@@ -217,10 +239,27 @@ class FileProvider:
     # --- lifecycle ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Nothing to release: the file was read at construction."""
+        """Release the state store's connections (files hold none)."""
+        self._store.close()
 
     def __enter__(self) -> FileProvider:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _watermark_root(config_path: Path, watermark_base_path: Any, state_base_path: Any, state_url: Any) -> Path | None:
+    """The watermark folder of the file store; ``None`` with a state URL (which excludes the folders)."""
+    if state_url is not None:
+        given = [
+            n for n, v in (("watermark_base_path", watermark_base_path), ("state_base_path", state_base_path)) if v
+        ]
+        if given:
+            raise DataCoolieError(f"state_url and {given[0]} both say where the state lives; pass only one of them")
+        return None
+    if watermark_base_path is not None:
+        return Path(watermark_base_path)
+    if state_base_path is not None:
+        return Path(state_base_path) / WATERMARK_FOLDER
+    return config_path.parent / WATERMARK_FOLDER

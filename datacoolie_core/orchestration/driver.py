@@ -66,6 +66,8 @@ class DataCoolieDriver:
             with neither, only ``run(dataflows=[...])`` is available.
         metadata_base_path, artifact_base_path, state_base_path, sql_base_path: runtime roots; an
             explicit root that contradicts the provider's fails before anything is read.
+        state_url: keep the state in a database instead of under ``state_base_path``
+            (``postgresql://…``, several hosts; see ``docs/state-store.md``).
         watermark_manager: default: one over the provider.
         config: sharding, concurrency, retries, dry run (default ``DataCoolieRunConfig()``).
         secret_provider: resolves ``secrets_ref`` (default: the platform).
@@ -90,6 +92,7 @@ class DataCoolieDriver:
         sql_base_path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
         watermark_manager: Any | None = None,
         config: DataCoolieRunConfig | None = None,
+        state_url: str | None = None,
         secret_provider: Any | None = None,
         log_base_path: str | os.PathLike[str] | None = None,
         execution_logger: Any | None = None,
@@ -103,6 +106,7 @@ class DataCoolieDriver:
             metadata_base_path=metadata_base_path,
             artifact_base_path=artifact_base_path,
             state_base_path=state_base_path,
+            state_url=state_url,
             sql_base_path=sql_base_path,
             watermark_manager=watermark_manager,
             secret_provider=secret_provider,
@@ -406,6 +410,7 @@ def create_driver(
     watermark_manager: Any | None = None,
     secret_provider: Any | None = None,
     log_base_path: str | os.PathLike[str] | None = None,
+    state_url: str | None = None,
     **run_config: Any,
 ) -> DataCoolieDriver:
     """A driver built by the same rules as the constructor; extra keywords form the run config.
@@ -425,4 +430,5 @@ def create_driver(
         config=DataCoolieRunConfig(**run_config),
         secret_provider=secret_provider,
         log_base_path=log_base_path,
+        state_url=state_url,
     )

@@ -67,12 +67,13 @@ def assemble(
     execution_logger: Any,
     system_logger: Any,
     config: DataCoolieRunConfig,
+    state_url: str | None = None,
 ) -> Components:
     engine = ensure_engine(engine)
     platform = platform if platform is not None else (engine.platform or LocalPlatform())
     engine.attach_platform(platform)  # the same instance twice is fine; a distinct one is rejected
     provider, owns = _provider(
-        metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path
+        metadata_provider, metadata_base_path, artifact_base_path, state_base_path, sql_base_path, state_url
     )
     roots = QueryRoots(
         sql_base_paths=_sql_roots(provider, sql_base_path),
@@ -107,7 +108,12 @@ def metadata_file_in(path: str | os.PathLike[str]) -> Path:
 
 
 def _provider(
-    provider: Any, metadata_base_path: Any, artifact_base_path: Any, state_base_path: Any, sql_base_path: Any
+    provider: Any,
+    metadata_base_path: Any,
+    artifact_base_path: Any,
+    state_base_path: Any,
+    sql_base_path: Any,
+    state_url: str | None = None,
 ) -> tuple[Any | None, bool]:
     if provider is not None:
         missing = [name for name in PROVIDER_METHODS if not callable(getattr(provider, name, None))]
@@ -120,6 +126,11 @@ def _provider(
             _check_same_root(provider, metadata_base_path)
         if state_base_path is not None:
             _check_same_state(provider, state_base_path)
+        if state_url is not None and getattr(provider, "state_url", None) != state_url:
+            raise DataCoolieError(
+                f"state_url was given, but the injected {type(provider).__name__} keeps its state elsewhere; "
+                "pass state_url to the provider instead"
+            )
         return provider, False
     root = metadata_base_path if metadata_base_path is not None else (
         Path(artifact_base_path) / "metadata" if artifact_base_path is not None else None
@@ -127,8 +138,9 @@ def _provider(
     if root is None:
         return None, False
     if is_metadata_url(root):
-        return _api_provider(str(root), state_base_path), True
-    return FileProvider(metadata_file_in(root), state_base_path=state_base_path, sql_base_path=sql_base_path), True
+        return _api_provider(str(root), state_base_path, state_url), True
+    file = metadata_file_in(root)
+    return FileProvider(file, state_base_path=state_base_path, sql_base_path=sql_base_path, state_url=state_url), True
 
 
 def is_metadata_url(value: object) -> bool:
@@ -136,16 +148,17 @@ def is_metadata_url(value: object) -> bool:
     return isinstance(value, str) and value.startswith(("http://", "https://"))
 
 
-def _api_provider(url: str, state_base_path: Any) -> Any:
-    """The provider of a metadata API URL; its locks and commit journal need a local state root."""
-    if state_base_path is None:
+def _api_provider(url: str, state_base_path: Any, state_url: str | None) -> Any:
+    """The provider of a metadata API URL; its locks and commit journal need a state root or database."""
+    if state_base_path is None and state_url is None:
         raise DataCoolieError(
-            f"metadata from an API ({url}) needs a state path (--state-path / state_base_path): locks and the "
+            f"metadata from an API ({url}) needs a state path (--state-path / state_base_path) or a state URL "
+            "(--state-url / state_url): locks and the "
             "commit journal are kept there"
         )
     from datacoolie_core.metadata.api_provider import APIProvider  # httpx only when an API is used
 
-    return APIProvider(url, state_base_path=state_base_path)
+    return APIProvider(url, state_base_path=state_base_path, state_url=state_url)
 
 
 def _check_same_root(provider: Any, metadata_base_path: Any) -> None:

@@ -66,11 +66,21 @@ class FileWatermarkStore:
                 path=str(path),
             ) from e
 
-    def write(self, folder: str, text: str, file_name: str = WATERMARK_FILE_NAME, *, durable: bool = True) -> None:
+    def write(
+        self,
+        folder: str,
+        text: str,
+        file_name: str = WATERMARK_FILE_NAME,
+        *,
+        durable: bool = True,
+        job_id: str | None = None,
+        dataflow_run_id: str | None = None,
+    ) -> None:
         """Atomically replace the stored text; raises :class:`WatermarkError` on failure.
 
         ``durable=False`` skips the fsyncs (readers still see the old or the new text): for records
         whose loss in a power cut the next run repairs anyway, such as a settled commit record.
+        Files keep no audit trail: ``job_id`` / ``dataflow_run_id`` are not stored.
         """
         path = self.path_for(folder, file_name)
         tmp: str | None = None
@@ -131,6 +141,27 @@ class FileWatermarkStore:
             raise WatermarkError("Cross-process locking needs fcntl.flock (POSIX only)")
         with _thread_lock(str(path.resolve())), _flock(path):
             yield
+
+    def location(self, folder: str, file_name: str = WATERMARK_FILE_NAME) -> str:
+        """The record's file path, for messages."""
+        return str(self.path_for(folder, file_name))
+
+    def entries(self) -> Iterator[tuple[str, str, str]]:
+        """Every record file as ``(folder, file_name, text)``, sorted; lock files and temp files left out.
+
+        Raises:
+            WatermarkError: a record cannot be read (damaged state is reported, not skipped).
+        """
+        if not self.root.is_dir():
+            return
+        for folder in sorted(p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            for file in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
+                text = self.read(folder.name, file.name)
+                if text is not None:
+                    yield folder.name, file.name, text
+
+    def close(self) -> None:
+        """Nothing to release: every file is closed after each call."""
 
 
 def _check_folder(folder: str) -> str:

@@ -120,6 +120,9 @@ class CommitJournal:
         self._storage.set_pending_commit(dataflow_id, text, durable=False)
 
     def location(self, dataflow_id: str) -> str | None:
-        """The record's file, for messages; ``None`` when the storage is not file based."""
+        """Where the record lives (a file, a table and key), for messages; ``None`` when unknown."""
+        named = getattr(self._storage, "journal_location", None)
+        if callable(named):
+            return str(named(dataflow_id))
         where = self._watermarks.location(dataflow_id)
         return None if where is None else where.rsplit("/", 1)[0] + "/" + PENDING_COMMIT_FILE_NAME

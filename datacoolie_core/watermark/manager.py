@@ -70,8 +70,8 @@ class WatermarkManager:
             raise WatermarkError(e.message, dataflow_id=dataflow_id, path=self.location(dataflow_id)) from e
 
     def location(self, dataflow_id: str) -> str | None:
-        """Where the provider keeps the watermark (a file path), for error messages; ``None`` if unknown."""
-        where = getattr(self._provider, "watermark_path", None)
+        """Where the provider keeps the watermark (a file path, a table and key), for messages; ``None`` if unknown."""
+        where = getattr(self._provider, "watermark_location", None) or getattr(self._provider, "watermark_path", None)
         return str(where(dataflow_id)) if callable(where) else None
 
     def replace_watermark(self, dataflow_id: str, value: Mapping[str, Any] | None) -> None:

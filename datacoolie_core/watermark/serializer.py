@@ -43,7 +43,7 @@ def state_fix(dataflow: str | None = None) -> str:
     return (
         f"inspect it with `datacoolie state show {args}`, then `datacoolie state repair {args} --confirm` "
         f"rebuilds it from the destination's Delta log, or `datacoolie state reset {args} --confirm` "
-        "reloads everything on purpose (add --state-path if your runs use one)"
+        "reloads everything on purpose (add --state-path or --state-url if your runs use one)"
     )
 
 

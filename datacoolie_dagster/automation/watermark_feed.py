@@ -47,10 +47,15 @@ class FileWatermarkFeed:
     """
 
     def __init__(
-        self, metadata_path: str | os.PathLike[str], *, state_base_path: str | os.PathLike[str] | None = None
+        self,
+        metadata_path: str | os.PathLike[str],
+        *,
+        state_base_path: str | os.PathLike[str] | None = None,
+        state_url: str | None = None,
     ) -> None:
         self._metadata_path = metadata_path
         self._state_base_path = state_base_path
+        self._state_url = state_url
         self._provider: FileProvider | None = None
 
     def read(self, dataflow_id: str) -> WatermarkReading | None:
@@ -62,12 +67,14 @@ class FileWatermarkFeed:
             deserialize_watermark(text)  # a corrupt watermark is an error here too, not a change
             return WatermarkReading(text, _writer(provider, dataflow_id, text))
         except WatermarkError as e:
-            path = str(provider.watermark_path(dataflow_id))
+            path = provider.watermark_location(dataflow_id)
             raise WatermarkError(e.message, dataflow_id=dataflow_id, path=e.path or path) from e
 
     def _get_provider(self) -> FileProvider:
         if self._provider is None:  # built on first use: building the code location reads no state
-            self._provider = FileProvider(self._metadata_path, state_base_path=self._state_base_path)
+            self._provider = FileProvider(
+                self._metadata_path, state_base_path=self._state_base_path, state_url=self._state_url
+            )
         return self._provider
 
 

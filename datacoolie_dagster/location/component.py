@@ -41,6 +41,9 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
     """Only these stages; default every stage."""
     state_base_path: str | None = None
     """Watermarks root (``<state>/watermarks``), relative to the project root; default beside the metadata file."""
+    state_url: str | None = None
+    """State database instead of files (``postgresql://…``), e.g. ``"{{ env.DATACOOLIE_STATE_URL }}"``;
+    excludes ``state_base_path`` (docs/state-store.md)."""
     log_base_path: str | None = None
     """Execution and system logs root, relative to the project root; no log files when unset."""
     max_workers: int = 4
@@ -69,6 +72,7 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
             metadata,
             stages=self.stages,
             state_base_path=_under(root, self.state_base_path) if self.state_base_path else None,
+            state_url=self.state_url or None,
             log_base_path=_under(root, self.log_base_path) if self.log_base_path else None,
             max_workers=self.max_workers,
             retry_count=self.retry_count,

@@ -111,18 +111,20 @@ def build_example_definitions(
     state_base_path: str | os.PathLike[str] | None = None,
     log_base_path: str | os.PathLike[str] | None = None,
     data_root: str = DATA_ROOT,
+    state_url: str | None = None,
     **kwargs: Any,
 ) -> dg.Definitions:
     """The bundled example's definitions: ``build_definitions`` with :class:`ExampleResource`, plus the land job.
 
     Args:
-        state_base_path, log_base_path: as for ``build_definitions``.
+        state_base_path, log_base_path, state_url: as for ``build_definitions``.
         data_root: the example's data root (where batch 1 lands on the first run).
         kwargs: passed to ``build_definitions``.
     """
     resource = ExampleResource(
         metadata_path=os.fspath(METADATA_PATH),
         state_base_path=os.fspath(state_base_path) if state_base_path is not None else None,
+        state_url=state_url,
         log_base_path=os.fspath(log_base_path) if log_base_path is not None else None,
         example_data_root=data_root,
     )

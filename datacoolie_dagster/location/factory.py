@@ -76,6 +76,7 @@ def build_definitions(
     max_runs: int | Mapping[str, int] | None = None,
     io_manager: DataCoolieIOManager | None = None,
     freshness: Mapping[str, FreshnessSettings | Mapping[str, Any]] | None = None,
+    state_url: str | None = None,
     executor: ExecutorSetting | None = None,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
@@ -88,6 +89,8 @@ def build_definitions(
         translator: a :class:`DataCoolieTranslator` subclass to change keys, groups or metadata.
         resource: the runtime settings; by default built from the arguments below.
         state_base_path, log_base_path: where watermarks and logs go (see DataCoolieResource).
+        state_url: a state database (``postgresql://…``) instead of ``state_base_path``, for
+            several hosts (see DataCoolieResource and docs/state-store.md).
         max_workers, retry_count, retry_delay: driver settings of the default resource.
         include_jobs: also build the sharded stage jobs and the maintenance job.
         schedules: ``{stage: {"cron": …, "timezone": …, "catchup": …}}``; wins over a dataflow's
@@ -121,6 +124,7 @@ def build_definitions(
     resource = resource or DataCoolieResource(
         metadata_path=os.fspath(metadata_path),
         state_base_path=os.fspath(state_base_path) if state_base_path is not None else None,
+        state_url=state_url,
         log_base_path=os.fspath(log_base_path) if log_base_path is not None else None,
         max_workers=max_workers,
         retry_count=retry_count,
@@ -162,7 +166,9 @@ def build_definitions(
             build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
             *build_watermark_sensor(
                 assets,
-                FileWatermarkFeed(resource.metadata_path, state_base_path=resource.state_base_path),
+                FileWatermarkFeed(
+                    resource.metadata_path, state_base_path=resource.state_base_path, state_url=resource.state_url
+                ),
                 minimum_interval_seconds=interval,
                 default_status=status,
                 asset_job=IMPLICIT_ASSET_JOB,

@@ -20,6 +20,10 @@ class DataCoolieResource(dg.ConfigurableResource):
     """The DataCoolie metadata file (JSON or YAML)."""
     state_base_path: str | None = None
     """State root: watermarks live in ``<state_base_path>/watermarks``; default beside the metadata."""
+    state_url: str | None = None
+    """State database instead of files (``postgresql://user@host:port/db``), shared by every host and
+    worker; set it with ``dg.EnvVar("DATACOOLIE_STATE_URL")`` so the password stays out of the UI.
+    Excludes ``state_base_path``. See docs/state-store.md."""
     log_base_path: str | None = None
     """Execution and system logs root; no log files when unset (Dagster keeps its own event log)."""
     sql_base_path: str | None = None
@@ -45,6 +49,7 @@ class DataCoolieResource(dg.ConfigurableResource):
         return DataCoolieDriver(
             metadata_base_path=self.metadata_path,
             state_base_path=self.state_base_path,
+            state_url=self.state_url,
             log_base_path=self.log_base_path,
             sql_base_path=self.sql_base_path,
             artifact_base_path=self.artifact_base_path,
