@@ -10,13 +10,16 @@ stage job fans out ``--shards`` shard steps; a run is ``dg.execute_job`` of that
 coordinator in this process, the Dagster instance on a private PostgreSQL, timed from launch to the
 run's end, with the tables and the state removed before each run (a first load, every round).
 
-* ``multiprocess``: ``{multiprocess: {max_concurrent: 2}}``, one process per step on this host.
-* ``celery``: deploy/celery/worker.yaml's executor; a private Redis (broker and results) and two
-  ``dagster-celery`` workers of one process each (tests/dagster/celery_support.py), started once.
+* ``multiprocess/file``: ``{multiprocess: {max_concurrent: 2}}``, one process per step on this
+  host, the file state store (the one-host default).
+* ``multiprocess/postgres``: the same with the PostgreSQL state store (``DATACOOLIE_STATE_URL``).
+* ``celery/postgres``: deploy/celery/worker.yaml's executor; a private Redis (broker and results)
+  and two ``dagster-celery`` workers of one process each (tests/dagster/celery_support.py), started
+  once; the PostgreSQL state store (the distributed path).
 
 Both read the code location tests/dagster/celery_location.py (the one the Celery tests use). The
-per-dataflow overhead of the distributed path is (celery - multiprocess wall) / dataflows; the
-event log splits each step's life into dispatch (the executor handing the step over -> the step
+per-dataflow overheads are wall-time differences / dataflows: the state store (multiprocess/postgres
+- multiprocess/file) and the broker (celery/postgres - multiprocess/postgres). The event log splits each step's life into dispatch (the executor handing the step over -> the step
 starting: broker + worker pick-up, or process spawn) and the step itself.
 """
 
@@ -48,7 +51,13 @@ from tests.support.redis import redis_url  # noqa: E402
 
 STAGE = "landing2bronze"
 LOCATION = "tests.dagster.celery_location"
-EXECUTORS = ("multiprocess", "celery")
+CONFIGS = {
+    # name: (executor file, state in PostgreSQL)
+    "multiprocess/file": ("multiprocess", False),
+    "multiprocess/postgres": ("multiprocess", True),
+    "celery/postgres": ("celery", True),
+}
+"""One host's default; the same with the state store of several hosts; the distributed path."""
 
 
 def write_stage(shared: Path, dataflows: int, rows: int) -> None:
@@ -90,11 +99,16 @@ def executor_files(root: Path) -> dict[str, Path]:
     return files
 
 
-def run_once(shared: Path, home: Path, executor_file: Path, shards: int) -> dict[str, Any]:
-    """One timed run on a fresh lake; the run's wall time and its steps' dispatch and run times."""
+def run_once(shared: Path, home: Path, executor_file: Path, state_url: str | None, shards: int) -> dict[str, Any]:
+    """One timed run on a fresh lake and state; the run's wall time and its steps' dispatch and run times."""
     shutil.rmtree(shared / "lake" / "bronze", ignore_errors=True)
     shutil.rmtree(shared / "state", ignore_errors=True)
+    _reset_state(os.environ["BENCH_STATE_URL"])
     os.environ["DATACOOLIE_EXECUTOR_CONFIG"] = str(executor_file)
+    if state_url:
+        os.environ["DATACOOLIE_STATE_URL"] = state_url
+    else:
+        os.environ.pop("DATACOOLIE_STATE_URL", None)
     sys.modules.pop(LOCATION, None)
     location = __import__(LOCATION, fromlist=["stage_job"])
     with dg.DagsterInstance.from_config(str(home)) as instance:
@@ -132,6 +146,21 @@ def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
     }
 
 
+def _reset_state(url: str) -> None:
+    import psycopg2
+
+    connection = psycopg2.connect(url)
+    connection.autocommit = True
+    try:
+        cursor = connection.cursor()
+        cursor.execute("SELECT to_regclass('datacoolie_state.watermarks')")
+        if cursor.fetchone() != (None,):  # emptied, not dropped: a long-lived store keeps its tables
+            cursor.execute("TRUNCATE datacoolie_state.watermarks, datacoolie_state.commit_journal, "
+                           "datacoolie_state.watermark_history")  # fmt: skip
+    finally:
+        connection.close()
+
+
 @contextmanager
 def servers(root: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """Redis and PostgreSQL (a fresh database), the environment every process gets."""
@@ -158,6 +187,7 @@ def servers(root: Path) -> Iterator[tuple[str, dict[str, str]]]:
             "DATACOOLIE_SHARED_STORAGE": str(root / "shared" / "dagster"),
             "DATACOOLIE_TEST_METADATA": str(root / "shared" / "metadata.json"),
             "DATACOOLIE_TEST_STATE": str(root / "shared" / "state"),
+            "BENCH_STATE_URL": f"postgresql://{parsed.username}:{parsed.password}@{parsed.hostname}:{parsed.port}/bench_scale",
         }
         yield f"{broker}/0", env
 
@@ -175,13 +205,16 @@ def bench_workload(name: str, dataflows: int, rows: int, args: argparse.Namespac
         with servers(root) as (broker, env):
             os.environ.update(env)
             worker_env = {**os.environ, "PYTHONPATH": str(REPOSITORY), "DATACOOLIE_EXECUTOR_CONFIG": str(files["celery"]),
+                          "DATACOOLIE_STATE_URL": env["BENCH_STATE_URL"],
                           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
             with celery_workers(2, root, files["celery"], home / "dagster.yaml", worker_env, broker):
                 for round_ in range(args.rounds):
-                    order = EXECUTORS if round_ % 2 == 0 else EXECUTORS[::-1]
-                    for executor in order:
-                        sample = run_once(shared, home, files[executor], args.shards)
-                        sample |= {"workload": name, "executor": executor, "round": round_, "dataflows": dataflows}
+                    names = list(CONFIGS) if round_ % 2 == 0 else list(CONFIGS)[::-1]
+                    for config in names:
+                        executor, in_postgres = CONFIGS[config]
+                        url = env["BENCH_STATE_URL"] if in_postgres else None
+                        sample = run_once(shared, home, files[executor], url, args.shards)
+                        sample |= {"workload": name, "config": config, "round": round_, "dataflows": dataflows}
                         print(json.dumps(sample), flush=True)
                         results.append(sample)
     finally:
@@ -193,14 +226,16 @@ def summary(results: list[dict[str, Any]]) -> list[str]:
     lines = []
     for workload in dict.fromkeys(r["workload"] for r in results):
         walls = {
-            e: statistics.median(r["wall_s"] for r in results if r["workload"] == workload and r["executor"] == e)
-            for e in EXECUTORS
+            c: statistics.median(r["wall_s"] for r in results if r["workload"] == workload and r["config"] == c)
+            for c in CONFIGS
         }
         count = next(r["dataflows"] for r in results if r["workload"] == workload)
-        overhead = (walls["celery"] - walls["multiprocess"]) / count * 1000
+        state = (walls["multiprocess/postgres"] - walls["multiprocess/file"]) / count * 1000
+        broker = (walls["celery/postgres"] - walls["multiprocess/postgres"]) / count * 1000
         lines.append(
-            f"{workload}: multiprocess {walls['multiprocess']:.1f} s, celery {walls['celery']:.1f} s, "
-            f"distributed overhead {overhead:+.0f} ms per dataflow ({count} dataflows)"
+            f"{workload} ({count} dataflows): "
+            + ", ".join(f"{c} {w:.1f} s" for c, w in walls.items())
+            + f"; per dataflow: state store {state:+.0f} ms, broker path {broker:+.0f} ms"
         )
     return lines
 

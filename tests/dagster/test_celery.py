@@ -2,8 +2,8 @@
 two ``dagster-celery`` worker processes with their own working directories and DAGSTER_HOMEs, and a
 stage of 40 dataflows fanned out over 4 shard steps.
 
-The workers share only the shared folder (the lake, the state store, Dagster's step-output folder)
-and PostgreSQL. One run goes through untouched; in the other, a worker is SIGKILLed while it is
+The workers share only the shared folder (the lake, Dagster's step-output folder) and PostgreSQL
+(Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``). One run goes through untouched; in the other, a worker is SIGKILLed while it is
 inside a shard step that has written some of its tables: the broker redelivers the unacknowledged
 task (``task_acks_late`` + ``visibility_timeout``, deploy/celery/worker.yaml), the other worker runs
 the step again, and every table holds its source rows exactly once.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +24,7 @@ from typing import Any
 
 import dagster as dg
 import polars as pl
+import psycopg2
 import pytest
 import yaml
 
@@ -37,7 +38,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.redis, pytest.ma
 
 DATAFLOWS = 40
 SHARDS = 4
-ROWS = 30
+ROWS = 20_000
+"""Enough for a shard step of 10 dataflows to last a few seconds: the window the kill is aimed at."""
 STAGE = "landing2bronze"
 LOCATION = "tests.dagster.celery_location"
 VISIBILITY_TIMEOUT = 30
@@ -89,9 +91,9 @@ def write_stage(shared: Path) -> Path:
         start = datetime(2024, 1, 1) + timedelta(days=i)
         frame = pl.DataFrame(
             {
-                "id": list(range(i * 1000, i * 1000 + ROWS)),
-                "value": [float(n) for n in range(ROWS)],
-                "updated_at": [start + timedelta(minutes=n) for n in range(ROWS)],
+                "id": pl.int_range(i * ROWS, (i + 1) * ROWS, eager=True),
+                "value": pl.int_range(0, ROWS, eager=True).cast(pl.Float64),
+                "updated_at": pl.datetime_range(start, start + timedelta(seconds=ROWS - 1), "1s", eager=True),
             }
         )
         folder = lake / "landing" / f"s_{i:02d}"
@@ -130,6 +132,9 @@ def deploy(root: Path, broker: str, database: dict[str, str], db: int) -> Deploy
         "DATACOOLIE_SHARED_STORAGE": str(shared / "dagster"),
         "DATACOOLIE_TEST_METADATA": str(shared / "metadata.json"),
         "DATACOOLIE_TEST_STATE": str(shared / "state"),
+        # the state store every worker shares: PostgreSQL (the instance's database, its own schema)
+        "DATACOOLIE_STATE_URL": "postgresql://{DATACOOLIE_PG_USER}:{DATACOOLIE_PG_PASSWORD}@{DATACOOLIE_PG_HOST}:"
+        "{DATACOOLIE_PG_PORT}/{DATACOOLIE_PG_DB}".format(**database),
     }
     home = root / "coordinator_home"
     home.mkdir()
@@ -143,31 +148,46 @@ def process_env(deployment: Deployment) -> dict[str, str]:
     return {**os.environ, **deployment.env, "PYTHONPATH": str(REPOSITORY), "PATH": path}
 
 
-@pytest.fixture
-def coordinator(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Runs the stage job in this process (the run's coordinator) with the deployment's environment."""
-    started: list[dg.DagsterInstance] = []
+@dataclass
+class Run:
+    """The stage job run by its own coordinator process (``python -m tests.dagster.celery_location``)."""
 
-    def run(deployment: Deployment, on_instance: Any = None) -> dg.ExecuteJobResult:
+    process: subprocess.Popen[str]
+    home: Path
+
+    def wait(self) -> str:
+        """The run's id, once the coordinator has exited (it prints the id last)."""
+        out, _ = self.process.communicate(timeout=RUN_TIMEOUT)
+        lines = out.strip().splitlines()
+        assert lines, f"the coordinator printed nothing (exit {self.process.returncode})"
+        return lines[-1]
+
+
+def launch(deployment: Deployment) -> Run:
+    """Start the run's coordinator: a process of its own, like a run worker (a fresh code location load)."""
+    home = deployment.root / "coordinator_home"
+    process = subprocess.Popen(
+        [sys.executable, "-m", LOCATION, str(SHARDS)], cwd=deployment.root,
+        env={**process_env(deployment), "DAGSTER_HOME": str(home)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    return Run(process, home)
+
+
+@pytest.fixture
+def instance_of(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Opens a deployment's Dagster instance in this process (its settings are environment references)."""
+    opened: list[dg.DagsterInstance] = []
+
+    def open_instance(deployment: Deployment) -> dg.DagsterInstance:
         for name, value in deployment.env.items():
             monkeypatch.setenv(name, value)
-        sys.modules.pop(LOCATION, None)  # the location reads the environment at import
-        location = __import__(LOCATION, fromlist=["stage_job"])
-        instance = dg.DagsterInstance.from_config(str(deployment.root / "coordinator_home"))
-        started.append(instance)
-        if on_instance is not None:
-            on_instance(instance)
-        return dg.execute_job(
-            dg.reconstructable(location.stage_job),
-            instance=instance,
-            run_config={"job_num": SHARDS},
-            raise_on_error=False,
-        )
+        opened.append(dg.DagsterInstance.from_config(str(deployment.root / "coordinator_home")))
+        return opened[-1]
 
-    yield run
-    for instance in started:
+    yield open_instance
+    for instance in opened:
         instance.dispose()
-    sys.modules.pop(LOCATION, None)
 
 
 def worker_of_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, str]]:
@@ -191,6 +211,18 @@ def assert_tables_exact(deployment: Deployment) -> None:
         assert set(table["id"]) == set(source["id"]), f"t_{i:02d}: keys differ from the source"
 
 
+def assert_state_in_postgres(deployment: Deployment) -> None:
+    """One watermark per dataflow in the PostgreSQL state store, and no state folder anywhere on disk."""
+    assert not (deployment.shared / "state").exists()
+    connection = psycopg2.connect(deployment.env["DATACOOLIE_STATE_URL"])
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM datacoolie_state.watermarks")
+            assert cursor.fetchone() == (DATAFLOWS,)
+    finally:
+        connection.close()
+
+
 def assert_nothing_local(workers: list[Worker]) -> None:
     """The workers' own working directories hold no table and no state: all went to the shared folder."""
     for worker in workers:
@@ -198,24 +230,38 @@ def assert_nothing_local(workers: list[Worker]) -> None:
         assert local == [], f"{worker.name} wrote locally: {local}"
 
 
-def shard_steps(result: dg.ExecuteJobResult) -> set[str]:
-    return {str(e.step_key) for e in result.all_events if e.is_step_success and "run_shard" in str(e.step_key)}
+def steps(instance: dg.DagsterInstance, run_id: str, event_type: dg.DagsterEventType) -> list[str]:
+    """The step keys of a run's events of one type, in order."""
+    return [str(r.dagster_event.step_key) for r in instance.all_logs(run_id, of_type=event_type) if r.dagster_event]
+
+
+def shard_steps(instance: dg.DagsterInstance, run_id: str) -> set[str]:
+    return {s for s in steps(instance, run_id, dg.DagsterEventType.STEP_SUCCESS) if "run_shard" in s}
+
+
+def assert_succeeded(instance: dg.DagsterInstance, run_id: str, run: Run) -> None:
+    record = instance.get_run_by_id(run_id)
+    assert record is not None
+    assert record.status == dg.DagsterRunStatus.SUCCESS, run_id
+    assert run.process.returncode == 0
 
 
 def test_a_stage_fans_out_over_two_celery_workers(
-    tmp_path: Path, broker: str, postgres_database: dict[str, str], coordinator: Any
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], instance_of: Any
 ) -> None:
     deployment = deploy(tmp_path, broker, postgres_database, db=0)
     worker_yaml = tmp_path / "worker.yaml"
     with celery_workers(2, tmp_path, worker_yaml, tmp_path / "coordinator_home" / "dagster.yaml",
                         process_env(deployment), f"{broker}/0") as workers:  # fmt: skip
-        result = coordinator(deployment)
-        with dg.DagsterInstance.from_config(str(tmp_path / "coordinator_home")) as instance:
-            taken = worker_of_steps(instance, result.run_id)
+        run = launch(deployment)
+        run_id = run.wait()
+    instance = instance_of(deployment)
+    taken = worker_of_steps(instance, run_id)
 
-    assert result.success
-    assert shard_steps(result) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
+    assert_succeeded(instance, run_id, run)
+    assert shard_steps(instance, run_id) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
     assert_tables_exact(deployment)
+    assert_state_in_postgres(deployment)
     # both workers ran steps, and no step ran twice
     assert {w for _, w in taken} == {w.hostname for w in workers}
     assert len(taken) == len({s for s, _ in taken})
@@ -223,23 +269,20 @@ def test_a_stage_fans_out_over_two_celery_workers(
 
 
 class KillMidStep:
-    """Watches the run from a thread; SIGKILLs ``victim`` once it is inside a shard step (started on
-    it, no STEP_SUCCESS yet) that has written at least one of its shard's tables: the step's work is
-    partly or wholly committed, but Dagster and the broker have not seen it end."""
+    """SIGKILLs ``victim`` once it is inside a shard step (started on it, no STEP_SUCCESS yet) that
+    has written at least one of its shard's tables: the step's work is partly or wholly committed,
+    but neither Dagster nor the broker has seen it end."""
 
     def __init__(self, deployment: Deployment, victim: Worker) -> None:
         self.deployment, self.victim = deployment, victim
         self.tables = {shard: deployment.shard_tables(shard) for shard in range(SHARDS)}
         self.killed_step: str | None = None
         self.written_before_kill = 0
-        self.done = threading.Event()
 
-    def start(self, instance: dg.DagsterInstance) -> None:
-        threading.Thread(target=self._watch, args=(instance,), daemon=True).start()
-
-    def _watch(self, instance: dg.DagsterInstance) -> None:
+    def watch(self, instance: dg.DagsterInstance, run: Run) -> None:
+        """Until the victim is killed or the run's coordinator has exited."""
         deadline = time.monotonic() + RUN_TIMEOUT
-        while not self.done.is_set() and time.monotonic() < deadline:
+        while run.process.poll() is None and time.monotonic() < deadline:
             runs = instance.get_runs(limit=1)
             if runs and self._caught(instance, runs[0].run_id):
                 return
@@ -263,30 +306,28 @@ class KillMidStep:
 
 
 def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
-    tmp_path: Path, broker: str, postgres_database: dict[str, str], coordinator: Any
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], instance_of: Any
 ) -> None:
     deployment = deploy(tmp_path, broker, postgres_database, db=2)
     with celery_workers(2, tmp_path, tmp_path / "worker.yaml", tmp_path / "coordinator_home" / "dagster.yaml",
                         process_env(deployment), f"{broker}/2") as workers:  # fmt: skip
         victim, survivor = workers
         killer = KillMidStep(deployment, victim)
-        try:
-            result = coordinator(deployment, on_instance=killer.start)
-        finally:
-            killer.done.set()
-        with dg.DagsterInstance.from_config(str(tmp_path / "coordinator_home")) as instance:
-            taken = worker_of_steps(instance, result.run_id)
-            starts = [str(r.dagster_event.step_key) for r in instance.all_logs(
-                result.run_id, of_type=dg.DagsterEventType.STEP_START) if r.dagster_event]  # fmt: skip
+        instance = instance_of(deployment)
+        run = launch(deployment)
+        killer.watch(instance, run)
+        run_id = run.wait()
+    taken = worker_of_steps(instance, run_id)
 
-    assert killer.killed_step is not None, "the victim was never caught inside a half-done shard step"
+    assert killer.killed_step is not None, f"the victim was never caught inside a shard step: {taken}\n{victim.log()}"
     assert victim.process.returncode is not None
-    assert result.success
+    assert_succeeded(instance, run_id, run)
     # the killed step started twice: on the victim, then (redelivered by Redis) on the survivor
-    assert starts.count(killer.killed_step) == 2
+    assert steps(instance, run_id, dg.DagsterEventType.STEP_START).count(killer.killed_step) == 2
     assert [w for s, w in taken if s == killer.killed_step] == [victim.hostname, survivor.hostname]
-    assert shard_steps(result) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
+    assert shard_steps(instance, run_id) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
     # the tables the victim had committed before it died were not appended again: 0 lost, 0 duplicated
     assert killer.written_before_kill > 0
     assert_tables_exact(deployment)
+    assert_state_in_postgres(deployment)
     assert_nothing_local(workers)
