@@ -12,12 +12,17 @@ run's end, with the tables and the state removed before each run (a first load, 
 
 * ``multiprocess/file``: ``{multiprocess: {max_concurrent: 2}}``, one process per step on this
   host, the file state store (the one-host default).
+* ``forkserver/file``: the same with ``start_method: {forkserver: {}}``: step processes forked
+  from a server that imported the code location once, instead of a fresh interpreter per step.
 * ``multiprocess/postgres``: the same with the PostgreSQL state store (``DATACOOLIE_STATE_URL``).
 * ``celery/postgres``: deploy/celery/worker.yaml's executor; a private Redis (broker and results)
   and two ``dagster-celery`` workers of one process each (tests/dagster/celery_support.py), started
   once; the PostgreSQL state store (the distributed path).
 
-Both read the code location tests/dagster/celery_location.py (the one the Celery tests use). The
+Both read the code location tests/dagster/celery_location.py (the one the Celery tests use), whose
+``__main__`` is the run's coordinator: a process per run (``process_s``: its whole life, with the
+~3-5 s of imports and code-location load); ``wall_s`` is the run itself, RUN_START -> RUN_SUCCESS
+in the event log. The
 per-dataflow overheads are wall-time differences / dataflows: the state store (multiprocess/postgres
 - multiprocess/file) and the broker (celery/postgres - multiprocess/postgres). The event log splits each step's life into dispatch (the executor handing the step over -> the step
 starting: broker + worker pick-up, or process spawn) and the step itself.
@@ -30,6 +35,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,6 +60,7 @@ LOCATION = "tests.dagster.celery_location"
 CONFIGS = {
     # name: (executor file, state in PostgreSQL)
     "multiprocess/file": ("multiprocess", False),
+    "forkserver/file": ("forkserver", False),
     "multiprocess/postgres": ("multiprocess", True),
     "celery/postgres": ("celery", True),
 }
@@ -93,33 +100,47 @@ def write_stage(shared: Path, dataflows: int, rows: int) -> None:
 
 
 def executor_files(root: Path) -> dict[str, Path]:
-    files = {"multiprocess": root / "multiprocess.yaml", "celery": root / "worker.yaml"}
+    files = {n: root / f"{n}.yaml" for n in ("multiprocess", "forkserver")} | {"celery": root / "worker.yaml"}
     files["multiprocess"].write_text("executor: {multiprocess: {max_concurrent: 2}}\n", encoding="utf-8")
+    files["forkserver"].write_text(
+        "executor: {multiprocess: {max_concurrent: 2, start_method: {forkserver: {}}}}\n", encoding="utf-8"
+    )
     shutil.copyfile(REPOSITORY / "deploy" / "celery" / "worker.yaml", files["celery"])
     return files
 
 
-def run_once(shared: Path, home: Path, executor_file: Path, state_url: str | None, shards: int) -> dict[str, Any]:
-    """One timed run on a fresh lake and state; the run's wall time and its steps' dispatch and run times."""
+def run_once(root: Path, executor_file: Path, state_url: str | None, shards: int) -> dict[str, Any]:
+    """One run on a fresh lake and state, by its own coordinator process; its wall times and step times."""
+    shared, home = root / "shared", root / "coordinator_home"
     shutil.rmtree(shared / "lake" / "bronze", ignore_errors=True)
     shutil.rmtree(shared / "state", ignore_errors=True)
     _reset_state(os.environ["BENCH_STATE_URL"])
-    os.environ["DATACOOLIE_EXECUTOR_CONFIG"] = str(executor_file)
+    env = {**os.environ, "DAGSTER_HOME": str(home), "PYTHONPATH": str(REPOSITORY),
+           "DATACOOLIE_EXECUTOR_CONFIG": str(executor_file)}  # fmt: skip
+    env.pop("DATACOOLIE_STATE_URL", None)
     if state_url:
-        os.environ["DATACOOLIE_STATE_URL"] = state_url
-    else:
-        os.environ.pop("DATACOOLIE_STATE_URL", None)
-    sys.modules.pop(LOCATION, None)
-    location = __import__(LOCATION, fromlist=["stage_job"])
+        env["DATACOOLIE_STATE_URL"] = state_url
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", LOCATION, str(shards)], cwd=root, env=env, capture_output=True, text=True
+    )
+    process = time.perf_counter() - started
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_id = done.stdout.strip().splitlines()[-1]
     with dg.DagsterInstance.from_config(str(home)) as instance:
-        started = time.perf_counter()
-        result = dg.execute_job(
-            dg.reconstructable(location.stage_job), instance=instance, run_config={"job_num": shards}
-        )
-        wall = time.perf_counter() - started
-        assert result.success, f"run {result.run_id} failed"
-        steps = step_times(instance, result.run_id)
-    return {"wall_s": round(wall, 2), **steps}
+        return {"process_s": round(process, 2), **run_times(instance, run_id)}
+
+
+def run_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
+    """The run's wall time (RUN_START -> RUN_SUCCESS) and its shard steps' dispatch and run times."""
+    marks = {
+        r.dagster_event.event_type: r.timestamp
+        for r in instance.all_logs(run_id)
+        if r.dagster_event
+        and r.dagster_event.event_type in (dg.DagsterEventType.RUN_START, dg.DagsterEventType.RUN_SUCCESS)
+    }
+    wall = marks[dg.DagsterEventType.RUN_SUCCESS] - marks[dg.DagsterEventType.RUN_START]
+    return {"wall_s": round(wall, 2), **step_times(instance, run_id)}
 
 
 def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
@@ -213,7 +234,7 @@ def bench_workload(name: str, dataflows: int, rows: int, args: argparse.Namespac
                     for config in names:
                         executor, in_postgres = CONFIGS[config]
                         url = env["BENCH_STATE_URL"] if in_postgres else None
-                        sample = run_once(shared, home, files[executor], url, args.shards)
+                        sample = run_once(root, files[executor], url, args.shards)
                         sample |= {"workload": name, "config": config, "round": round_, "dataflows": dataflows}
                         print(json.dumps(sample), flush=True)
                         results.append(sample)

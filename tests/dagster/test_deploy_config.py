@@ -13,6 +13,7 @@ schemas are checked with (dagster-celery's own CLI validates its worker file the
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,16 @@ import pytest
 import yaml
 from dagster._config import process_config  # the reference
 from dagster._core.instance.config import dagster_instance_config  # the reference
+from dagster.components.testing import create_defs_folder_sandbox
 from dagster_celery.cli import get_validated_config
 from dagster_k8s import K8sRunLauncher
 from dagster_k8s.models import k8s_model_from_dict
 
+from datacoolie_dagster import DataCoolieComponent
+from datacoolie_dagster.example import METADATA_PATH
 from datacoolie_dagster.location.executors import ExecutorSettingError, build_executor, executor_setting_from_file
 from tests.dagster.cli_support import REPOSITORY
+from tests.dagster.conftest import definitions
 
 DEPLOY = REPOSITORY / "deploy"
 K8S = DEPLOY / "k8s"
@@ -174,8 +179,6 @@ def test_an_executor_file_without_a_known_layout_is_refused(tmp_path: Path) -> N
 
 
 def test_the_executor_runs_the_stage_jobs_and_the_asset_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.dagster.conftest import definitions
-
     monkeypatch.chdir(tmp_path)
     defs = definitions(tmp_path, executor={"multiprocess": {"max_concurrent": 3}}, include_sensors=False)
 
@@ -183,3 +186,29 @@ def test_the_executor_runs_the_stage_jobs_and_the_asset_runs(tmp_path: Path, mon
         assert defs.resolve_job_def(job).executor_def.name == "multiprocess", job
     default = definitions(tmp_path, include_sensors=False)
     assert default.resolve_job_def("datacoolie_landing2bronze").executor_def is dg.multi_or_in_process_executor
+
+
+def test_the_component_takes_the_executor_from_defs_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATACOOLIE_CELERY_BROKER", "redis://broker:6379/0")
+    with create_defs_folder_sandbox() as sandbox:
+        folder = sandbox.scaffold_component(component_cls=DataCoolieComponent, defs_path="datacoolie")
+        (folder / "defs.yaml").write_text(
+            "type: datacoolie_dagster.DataCoolieComponent\n"
+            "attributes:\n"
+            "  metadata_path: metadata/pipeline.json\n"
+            "  include_sensors: false\n"
+            "  executor:\n"
+            "    celery:\n"
+            "      broker: {env: DATACOOLIE_CELERY_BROKER}\n"
+            "      config_source: {task_acks_late: true}\n",
+            encoding="utf-8",
+        )
+        (sandbox.project_root / "metadata").mkdir()
+        shutil.copy(METADATA_PATH, sandbox.project_root / "metadata" / "pipeline.json")
+        monkeypatch.chdir(sandbox.project_root)
+        with sandbox.build_all_defs() as defs:
+            executors = {
+                j: defs.resolve_job_def(j).executor_def.name for j in ("datacoolie_bronze2silver", "__ASSET_JOB")
+            }
+
+    assert executors == {"datacoolie_bronze2silver": "celery", "__ASSET_JOB": "celery"}
