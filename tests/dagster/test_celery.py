@@ -3,10 +3,12 @@ two ``dagster-celery`` worker processes with their own working directories and D
 stage of 40 dataflows fanned out over 4 shard steps.
 
 The workers share only the shared folder (the lake, Dagster's step-output folder) and PostgreSQL
-(Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``). One run goes through untouched; in the other, a worker is SIGKILLed while it is
-inside a shard step that has written some of its tables: the broker redelivers the unacknowledged
-task (``task_acks_late`` + ``visibility_timeout``, deploy/celery/worker.yaml), the other worker runs
-the step again, and every table holds its source rows exactly once.
+(Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``). One run goes through
+untouched; in the other, a worker is SIGKILLed while it is inside a shard step that has committed
+some of its tables: the broker redelivers the unacknowledged task (``task_acks_late`` +
+``visibility_timeout``, deploy/celery/worker.yaml), the other worker runs the step again, and every
+table holds its source rows exactly once (without ``task_acks_late`` the step is lost and the run
+waits for ever: docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ ROWS = 20_000
 """Enough for a shard step of 10 dataflows to last a few seconds: the window the kill is aimed at."""
 STAGE = "landing2bronze"
 LOCATION = "tests.dagster.celery_location"
-VISIBILITY_TIMEOUT = 30
-"""Seconds before Redis hands an unacknowledged task to another worker: longer than a shard step here."""
+VISIBILITY_TIMEOUT = 60
+"""Seconds before Redis hands an unacknowledged task to another worker: well over a shard step here
+(a few seconds; a step still running past it would be handed out twice)."""
 RUN_TIMEOUT = 600.0
 
 

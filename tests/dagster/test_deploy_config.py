@@ -30,6 +30,7 @@ from dagster_k8s.models import k8s_model_from_dict
 
 from datacoolie_dagster import DataCoolieComponent
 from datacoolie_dagster.example import METADATA_PATH
+from datacoolie_dagster.location import executors
 from datacoolie_dagster.location.executors import ExecutorSettingError, build_executor, executor_setting_from_file
 from tests.dagster.cli_support import REPOSITORY
 from tests.dagster.conftest import definitions
@@ -212,3 +213,15 @@ def test_the_component_takes_the_executor_from_defs_yaml(monkeypatch: pytest.Mon
             }
 
     assert executors == {"datacoolie_bronze2silver": "celery", "__ASSET_JOB": "celery"}
+
+
+def test_an_executor_whose_library_is_missing_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(
+        executors.EXECUTORS, "celery", ("no_such_dagster_celery", "celery_executor", "datacoolie-dagster[celery]")
+    )
+
+    with pytest.raises(
+        ExecutorSettingError,
+        match=r"'celery' needs the no_such_dagster_celery package.*pip install 'datacoolie-dagster\[celery\]'",
+    ):
+        build_executor({"celery": {"broker": "redis://x"}})
