@@ -25,7 +25,7 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.transform import SchemaHint
 from datacoolie_core.watermark.file_store import WATERMARK_FILE_NAME, FileWatermarkStore
 from datacoolie_core.watermark.journal import PENDING_COMMIT_FILE_NAME
-from datacoolie_core.watermark.store import StateStore, open_state_store
+from datacoolie_core.watermark.store import StateStore, is_state_url, open_state_store, redact_url
 
 WATERMARK_FOLDER = "watermarks"
 _LOG = logging.getLogger("datacoolie.metadata")
@@ -257,6 +257,11 @@ def _watermark_root(config_path: Path, watermark_base_path: Any, state_base_path
         ]
         if given:
             raise DataCoolieError(f"state_url and {given[0]} both say where the state lives; pass only one of them")
+        if not is_state_url(state_url):
+            raise DataCoolieError(
+                f"state_url {redact_url(str(state_url))!r} is not a postgresql://user@host:port/database URL; "
+                "a state folder is state_base_path"
+            )
         return None
     if watermark_base_path is not None:
         return Path(watermark_base_path)

@@ -15,6 +15,10 @@ read-merge-write is one transaction under one lock, committed when the block end
 on an error). ``named_lock(name)`` (one writer per table) is a session ``pg_advisory_lock`` on a
 connection used by nothing else while held: PostgreSQL releases it when that connection ends,
 also when the holding process is killed.
+
+Plain psycopg2, not SQLAlchemy: it is already a pinned dependency (PostgreSQL sources,
+dagster-postgres), the store issues a handful of fixed statements, and an advisory lock needs
+exact control of which connection and transaction it lives on.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import psycopg2
+import psycopg2.errors
 import psycopg2.extensions
 from psycopg2 import sql
 
@@ -45,6 +50,8 @@ HISTORY_TABLE = "watermark_history"
 APPLICATION_NAME = "datacoolie-state"
 """Shown in ``pg_stat_activity``, so a held writer lock can be traced to its holder."""
 MAX_IDLE_CONNECTIONS = 8
+LOCK_WAIT_SLICE = "1s"
+"""A lock wait is cut in slices this long, so a waiting thread still takes signals."""
 
 _DDL = """
 CREATE SCHEMA IF NOT EXISTS {schema};
@@ -175,8 +182,8 @@ class PostgresStateStore:
         connection = self._pool.get()
         committed = False
         try:
-            with _translated(self.location(folder)), connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+            with _translated(self.location(folder)):
+                _wait_for_lock(connection, "SELECT pg_advisory_xact_lock(%s)", key)
             bound[folder] = connection
             yield
             with _translated(self.location(folder)):
@@ -197,9 +204,9 @@ class PostgresStateStore:
         connection = self._pool.get()
         locked = False
         try:
-            with _translated(where), connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_lock(%s)", (key,))
-                connection.commit()
+            with _translated(where):
+                _wait_for_lock(connection, "SELECT pg_advisory_lock(%s)", key)
+                connection.commit()  # the session lock outlives the transaction; the connection idles
                 locked = True
             yield
         finally:
@@ -316,6 +323,24 @@ def _execute(
     return rows
 
 
+def _wait_for_lock(connection: Any, statement: str, key: int) -> None:
+    """Take an advisory lock, waiting as long as it takes, in slices of :data:`LOCK_WAIT_SLICE`.
+
+    One blocking wait inside libpq cannot be interrupted; between slices the waiting thread takes
+    signals (Ctrl-C, a Dagster run termination), as a thread waiting on ``flock`` does. The lock is
+    taken in a transaction that stays open (``lock_timeout`` back to its default for the rest of it).
+    """
+    while True:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_SLICE}'")
+                cursor.execute(statement, (key,))
+                cursor.execute("SET LOCAL lock_timeout TO DEFAULT")
+            return
+        except psycopg2.errors.LockNotAvailable:
+            connection.rollback()  # still held by another session: queue again
+
+
 def _lock_key(kind: str, name: str) -> int:
     """A stable signed 64-bit advisory lock key; the kind keeps watermark and writer locks apart."""
     digest = hashlib.sha256(f"datacoolie/{kind}/{name}".encode()).digest()
@@ -335,8 +360,10 @@ def _translated(where: str) -> Iterator[None]:
 class _Pool:
     """Idle connections for reuse; a connection is used by one thread at a time.
 
-    After a fork the parent's connections are dropped, never closed: closing would end the
-    parent's sessions (and free locks it holds).
+    A forked child drops its parent's idle connections without closing them: they share the
+    parent's sockets, and closing would end the parent's sessions and free the locks they hold.
+    psycopg2 closes a garbage-collected connection only in the process that opened it (2.9.13,
+    ``test_a_forked_child_leaves_its_parents_sessions_alone``).
     """
 
     def __init__(self, url: str, described: str) -> None:
@@ -364,7 +391,9 @@ class _Pool:
         idle = psycopg2.extensions.TRANSACTION_STATUS_IDLE
         usable = not connection.closed and connection.get_transaction_status() == idle
         with self._guard:
-            if usable and self._pid == os.getpid() and len(self._idle) < MAX_IDLE_CONNECTIONS:
+            if self._pid != os.getpid():
+                return  # opened before a fork: the parent's session, dropped unclosed (see the class)
+            if usable and len(self._idle) < MAX_IDLE_CONNECTIONS:
                 self._idle.append(connection)
                 return
         self.discard(connection)

@@ -7,6 +7,9 @@ PostgreSQL server (``postgres`` + ``slow``), except the configuration errors at 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -19,9 +22,14 @@ from datacoolie_core import FileProvider, WatermarkManager
 from datacoolie_core.cli import main
 from datacoolie_core.errors import DataCoolieError, WatermarkError
 from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_core.redaction import clear_secrets
 from datacoolie_core.watermark.postgres_store import PostgresStateStore
 from datacoolie_core.watermark.store import STATE_URL_VARIABLE, open_state_store, redact_url
+from tests.core.metadata.test_api_provider import WS
+from tests.core.metadata.test_api_provider import metadata as api_metadata
 from tests.core.orchestration.test_dataflow_runner import T0, land, metadata
+from tests.core.watermark.test_state_store_contract import HOLDER, PROCESS_TIMEOUT, spawn
+from tests.support.api_server import API_KEY, State, orders, serve
 from tests.support.postgres import PASSWORD
 
 
@@ -133,10 +141,12 @@ def test_state_path_and_state_url_together_are_refused(tmp_path: Path, capsys: p
         FileProvider(path, state_base_path="s", state_url="postgresql://h/db")
 
 
-def test_an_unsupported_state_url_is_refused_without_its_password() -> None:
+def test_an_unsupported_state_url_is_refused_without_its_password(tmp_path: Path) -> None:
     with pytest.raises(DataCoolieError, match=r"'mysql://u:\*\*\*@h/db' is not supported") as caught:
         open_state_store("mysql://u:hunter22@h/db")
     assert "hunter22" not in str(caught.value)
+    with pytest.raises(DataCoolieError, match=r"state_url 'data/state' is not a postgresql://"):
+        FileProvider(metadata(tmp_path), state_url="data/state")
 
 
 @pytest.mark.parametrize(
@@ -168,3 +178,79 @@ def test_state_show_and_reset_work_on_postgresql(
     # reset (under the PostgreSQL writer lock): the watermark row goes, the next run reloads on purpose
     assert main(["state", "reset", *args, "--confirm"]) == 0
     assert rows(state_url, "SELECT count(*) FROM datacoolie_state.watermarks") == [(0,)]
+
+
+WAITER = """
+import sys
+from pathlib import Path
+from datacoolie_core import FileProvider
+provider = FileProvider(Path(sys.argv[1]), state_url=sys.argv[2])
+(dataflow,) = provider.get_dataflows()
+with provider.destination_lock(dataflow.destination.destination_key):
+    print("acquired", flush=True)
+"""
+
+
+def waiting_for_advisory_lock(url: str) -> bool:
+    return rows(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == [(1,)]
+
+
+def test_a_writer_waiting_for_the_table_lock_can_be_interrupted(tmp_path: Path, state_url: str) -> None:
+    path = metadata(tmp_path)
+    holder = spawn(HOLDER, str(path), "postgres", state_url)
+    waiter = None
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline() == "held\n"
+        waiter = spawn(WAITER, str(path), state_url)
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while not waiting_for_advisory_lock(state_url):  # the waiter is inside pg_advisory_lock
+            assert waiter.poll() is None, waiter.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        waiter.send_signal(signal.SIGINT)  # Ctrl-C, or a Dagster run termination
+        out, err = waiter.communicate(timeout=30)  # one lock-wait slice, not the holder's whole write
+        assert "KeyboardInterrupt" in err
+        assert "acquired" not in out
+    finally:
+        for process in (holder, waiter):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate(timeout=PROCESS_TIMEOUT)
+
+
+def test_a_forked_child_leaves_its_parents_sessions_alone(state_url: str) -> None:
+    store = PostgresStateStore(state_url)
+    store.write("orders_1", '{"v": 1}')
+    with store.named_lock("writer-orders"):  # a session in use ...
+        assert store.read("orders_1") == '{"v": 1}'  # ... and one idle in the pool
+        child = os.fork()
+        if child == 0:  # the child uses the store, then exits as multiprocessing's children do
+            code = 0 if store.read("orders_1") == '{"v": 1}' else 1
+            os._exit(code)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        # the parent's pooled session still works, and its writer lock is still held
+        assert store.read("orders_1") == '{"v": 1}'
+        held = rows(state_url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+        assert held == [(1,)]
+
+
+def test_a_metadata_api_keeps_its_journal_and_locks_in_postgresql(
+    tmp_path: Path, state_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve(State(records=orders(3))) as (base, api):
+        api.metadata = api_metadata(base, tmp_path / "lake")
+        monkeypatch.setenv("DATACOOLIE_METADATA_API_KEY", API_KEY)
+        argv = ["run", "--metadata", base + WS, "--state-url", state_url, "--stage", "api2bronze"]
+        try:
+            assert main(argv) == 0
+        finally:
+            clear_secrets()  # the API key, as the API provider's own tests do
+        (stored,) = api.watermarks.values()  # the watermark: in the API, as without a state URL
+    assert json.loads(stored["current_value"])
+    journal = rows(state_url, "SELECT state_key, value FROM datacoolie_state.commit_journal")
+    assert len(journal) == 1
+    assert json.loads(str(journal[0][1]))["state"] == "settled"
+    assert rows(state_url, "SELECT count(*) FROM datacoolie_state.watermarks") == [(0,)]
+    assert not list(tmp_path.rglob("pending_commit.json"))
