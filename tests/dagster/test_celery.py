@@ -160,7 +160,12 @@ class Run:
 
     def wait(self) -> str:
         """The run's id, once the coordinator has exited (it prints the id last)."""
-        out, _ = self.process.communicate(timeout=RUN_TIMEOUT)
+        try:
+            out, _ = self.process.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # a run waiting for a lost step waits for ever: never leave it behind
+            out, _ = self.process.communicate()
+            pytest.fail(f"the run did not finish in {RUN_TIMEOUT:.0f} s (a lost step?):\n{out[-3000:]}")
         lines = out.strip().splitlines()
         assert lines, f"the coordinator printed nothing (exit {self.process.returncode})"
         return lines[-1]
