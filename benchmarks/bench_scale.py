@@ -151,7 +151,7 @@ def step_times(instance: dg.DagsterInstance, run_id: str) -> dict[str, Any]:
     for record in instance.all_logs(run_id):
         event = record.dagster_event
         key = event.step_key if event else None
-        if not key or "run_shard" not in key:
+        if event is None or not key or "run_shard" not in key:
             continue
         first.setdefault(key, record.timestamp)
         if event.event_type == dg.DagsterEventType.STEP_START:

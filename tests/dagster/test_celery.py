@@ -203,9 +203,11 @@ def worker_of_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str
     taken = []
     for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
         event = record.dagster_event
-        metadata = event.engine_event_data.metadata if event and event.engine_event_data else {}
-        if "Celery worker" in metadata:
-            taken.append((str(event.step_key), str(metadata["Celery worker"].value)))
+        if event is None or event.engine_event_data is None:
+            continue
+        worker = event.engine_event_data.metadata.get("Celery worker")
+        if worker is not None:
+            taken.append((str(event.step_key), str(worker.value)))
     return taken
 
 

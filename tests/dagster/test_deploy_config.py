@@ -69,6 +69,7 @@ def test_the_k8s_run_launcher_config_fits_dagster_k8s_schema() -> None:
     result = process_config(K8sRunLauncher.config_type(), config)
 
     assert result.success, [e.message for e in result.errors or []]
+    assert result.value is not None
     assert result.value["instance_config_map"] == "dagster-instance"
 
 
