@@ -9,8 +9,11 @@ COPY pyproject.toml constraints.txt README.md ./
 COPY datacoolie_core ./datacoolie_core
 COPY datacoolie_dagster ./datacoolie_dagster
 COPY datacoolie_dagster_hook ./datacoolie_dagster_hook
-# the README's install, without the dev tools: every version pinned by constraints.txt
-RUN pip install --no-cache-dir -c constraints.txt . \
+# the README's install, without the dev tools: every version pinned by constraints.txt.
+# EXTRA_PACKAGES adds a deployment's Dagster libraries, pinned there too: "dagster-k8s" for
+# deploy/k8s, "dagster-celery redis" for Celery workers (docs/deployment.md).
+ARG EXTRA_PACKAGES=""
+RUN pip install --no-cache-dir -c constraints.txt . $EXTRA_PACKAGES \
  && useradd --create-home datacoolie
 COPY workspace.yaml dagster.yaml ./
 

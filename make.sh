@@ -142,12 +142,28 @@ ensure_browser() {
   fi
 }
 
+ensure_redis() {
+  # The Celery executor tests (tests/dagster/test_celery.py) use a real Redis server as the broker,
+  # started by the tests themselves from the Debian package's binary (tests/support/redis.py).
+  if command -v redis-server >/dev/null; then
+    return
+  fi
+  if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing Redis (Debian package) for the Celery executor tests..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+  else
+    echo "warning: redis-server is not installed and this user cannot apt-get it; the Celery tests will skip (and fail under CI)" >&2
+  fi
+}
+
 test() {
   install dev,oracle
   ensure_postgres
   ensure_mariadb
   ensure_java
   ensure_browser
+  ensure_redis
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster datacoolie_dagster_hook

@@ -62,6 +62,9 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
     """Live runs per stage (an int for every stage, or ``{stage: n}``)."""
     freshness: dict[str, dict[str, Any]] | None = None
     """``{stage or "*": {fail_window, warn_window, cron, lower_bound, timezone, max_watermark_lag}}``."""
+    executor: str | dict[str, dict[str, Any] | None] | None = None
+    """The executor of every job and asset run: ``multiprocess`` (default), ``{celery: {broker, backend}}``,
+    ``{k8s: {…}}`` or ``in_process`` (see ``docs/deployment.md``)."""
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         root = context.project_root
@@ -84,6 +87,7 @@ class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
             retry_base_delay=self.retry_base_delay,
             max_runs=self.max_runs,
             freshness=self.freshness,
+            executor=self.executor,
         )
 
 

@@ -19,6 +19,7 @@ from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
 from datacoolie_dagster.constants import STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
+from datacoolie_dagster.location.executors import ExecutorSetting, build_executor
 from datacoolie_dagster.location.freshness import stage_freshness
 from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY, DataCoolieIOManager, with_reads
 from datacoolie_dagster.location.jobs import build_jobs
@@ -76,6 +77,7 @@ def build_definitions(
     io_manager: DataCoolieIOManager | None = None,
     freshness: Mapping[str, FreshnessSettings | Mapping[str, Any]] | None = None,
     state_url: str | None = None,
+    executor: ExecutorSetting | None = None,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
@@ -112,6 +114,10 @@ def build_definitions(
         freshness: ``{stage: {"fail_window": "24h", "max_watermark_lag": "2h", …}}`` (``"*"``: every
             stage): the default of the stage's tables that declare no ``configure.dagster.freshness``
             (see ``docs/lineage-freshness.md``).
+        executor: the executor of every job and asset run: ``"multiprocess"`` (Dagster's default),
+            ``{"celery": {"broker": …, "backend": …}}``, ``{"k8s": {…}}``, ``"in_process"`` or an
+            ``ExecutorDefinition``; its config is checked at load (see :mod:`.executors`,
+            ``docs/deployment.md``).
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
@@ -187,4 +193,5 @@ def build_definitions(
             RESOURCE_KEY: resource,
             IO_MANAGER_KEY: io_manager or DataCoolieIOManager(metadata_path=resource.metadata_path),
         },
+        executor=build_executor(executor),
     )

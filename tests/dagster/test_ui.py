@@ -34,7 +34,8 @@ def test_every_variable_the_docs_name_is_one_the_code_reads() -> None:
     named = {v for doc in documents for v in re.findall(r"\bDATACOOLIE_[A-Z_]*[A-Z]\b", doc.read_text())}
     sources = [*(REPOSITORY / "datacoolie_core").rglob("*.py"), *(REPOSITORY / "datacoolie_dagster").rglob("*.py")]
     code = "\n".join(path.read_text() for path in sources)
-    instance_configs = "\n".join(path.read_text() for path in REPOSITORY.glob("dagster*.yaml"))
+    configs = [*REPOSITORY.glob("dagster*.yaml"), *REPOSITORY.glob("deploy/**/*.yaml")]  # deploy/: docs/deployment.md
+    instance_configs = "\n".join(path.read_text() for path in configs)
     read = set(re.findall(r"""(?:environ\.get|environ\[|getenv)\(?\s*["'](DATACOOLIE_[A-Z_]+)["']""", code))
     read |= set(re.findall(r"""^\w+ = ["'](DATACOOLIE_[A-Z_]+)["']""", code, re.M))  # ENV_VAR = "..." constants
     read |= set(re.findall(r"\benv: (DATACOOLIE_[A-Z_]+)", instance_configs))  # read by Dagster

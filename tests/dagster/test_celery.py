@@ -1,0 +1,343 @@
+"""Dagster's Celery executor end to end: a real Redis broker, PostgreSQL for the Dagster instance,
+two ``dagster-celery`` worker processes with their own working directories and DAGSTER_HOMEs, and a
+stage of 40 dataflows fanned out over 4 shard steps.
+
+The workers share only the shared folder (the lake, Dagster's step-output folder) and PostgreSQL
+(Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``). One run goes through
+untouched; in the other, a worker is SIGKILLed while it is inside a shard step that has committed
+some of its tables: the broker redelivers the unacknowledged task (``task_acks_late`` +
+``visibility_timeout``, deploy/celery/worker.yaml), the other worker runs the step again, and every
+table holds its source rows exactly once (without ``task_acks_late`` the step is lost and the run
+waits for ever: docs/deployment.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import polars as pl
+import psycopg2
+import pytest
+import yaml
+
+from datacoolie_core import FileProvider
+from datacoolie_core.orchestration.distributor import JobDistributor
+from tests.dagster.celery_support import Worker, celery_workers
+from tests.dagster.cli_support import BIN, REPOSITORY
+from tests.support.redis import redis_url
+
+pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.redis, pytest.mark.postgres]
+
+DATAFLOWS = 40
+SHARDS = 4
+ROWS = 20_000
+"""Enough for a shard step of 10 dataflows to last a few seconds: the window the kill is aimed at."""
+STAGE = "landing2bronze"
+LOCATION = "tests.dagster.celery_location"
+VISIBILITY_TIMEOUT = 60
+"""Seconds before Redis hands an unacknowledged task to another worker: well over a shard step here
+(a few seconds; a step still running past it would be handed out twice)."""
+RUN_TIMEOUT = 600.0
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[str]:
+    with redis_url() as url:
+        yield url
+
+
+@dataclass(frozen=True)
+class Deployment:
+    root: Path
+    shared: Path
+    env: dict[str, str]
+
+    @property
+    def metadata(self) -> Path:
+        return self.shared / "metadata.json"
+
+    def table(self, index: int) -> Path:
+        return self.shared / "lake" / "bronze" / f"t_{index:02d}"
+
+    def source(self, index: int) -> pl.DataFrame:
+        return pl.read_parquet(self.shared / "lake" / "landing" / f"s_{index:02d}" / "batch_001.parquet")
+
+    def shard_tables(self, shard: int) -> list[Path]:
+        provider = FileProvider(self.metadata)
+        provider.initialize()
+        try:
+            mine = JobDistributor(job_num=SHARDS, job_index=shard).select(provider.get_dataflows(stage=STAGE))
+        finally:
+            provider.close()
+        return [self.table(int(str(d.name).removeprefix("df_"))) for d in mine]
+
+
+def write_stage(shared: Path) -> Path:
+    """40 append dataflows with an ``updated_at`` watermark, each from its own landing folder; absolute paths."""
+    lake = shared / "lake"
+    connections = [
+        {"name": "landing", "connection_type": "file", "format": "parquet", "configure": {"base_path": str(lake / "landing")}},
+        {"name": "bronze", "connection_type": "lakehouse", "format": "delta", "configure": {"base_path": str(lake / "bronze")}},
+    ]  # fmt: skip
+    dataflows = []
+    for i in range(DATAFLOWS):
+        start = datetime(2024, 1, 1) + timedelta(days=i)
+        frame = pl.DataFrame(
+            {
+                "id": pl.int_range(i * ROWS, (i + 1) * ROWS, eager=True),
+                "value": pl.int_range(0, ROWS, eager=True).cast(pl.Float64),
+                "updated_at": pl.datetime_range(start, start + timedelta(seconds=ROWS - 1), "1s", eager=True),
+            }
+        )
+        folder = lake / "landing" / f"s_{i:02d}"
+        folder.mkdir(parents=True)
+        frame.write_parquet(folder / "batch_001.parquet")
+        dataflows.append(
+            {
+                "name": f"df_{i:02d}",
+                "stage": STAGE,
+                "source": {"connection_name": "landing", "table": f"s_{i:02d}", "watermark_columns": ["updated_at"]},
+                "destination": {"connection_name": "bronze", "table": f"t_{i:02d}", "load_type": "append"},
+            }
+        )
+    path = shared / "metadata.json"
+    path.write_text(json.dumps({"connections": connections, "dataflows": dataflows}, indent=1), encoding="utf-8")
+    return path
+
+
+def deploy(root: Path, broker: str, database: dict[str, str], db: int) -> Deployment:
+    """The shared folder, the executor/worker config (deploy/celery/worker.yaml, a short visibility
+    timeout) and the environment every process gets; Redis databases ``db`` and ``db + 1``."""
+    shared = root / "shared"
+    shared.mkdir()
+    write_stage(shared)
+    config = yaml.safe_load((REPOSITORY / "deploy" / "celery" / "worker.yaml").read_text(encoding="utf-8"))
+    config["execution"]["config"]["config_source"]["broker_transport_options"] |= {
+        "visibility_timeout": VISIBILITY_TIMEOUT,
+        "unacked_restore_interval": 1,
+    }
+    (root / "worker.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    env = {
+        **database,
+        "DATACOOLIE_CELERY_BROKER": f"{broker}/{db}",
+        "DATACOOLIE_CELERY_BACKEND": f"{broker}/{db + 1}",
+        "DATACOOLIE_EXECUTOR_CONFIG": str(root / "worker.yaml"),
+        "DATACOOLIE_SHARED_STORAGE": str(shared / "dagster"),
+        "DATACOOLIE_TEST_METADATA": str(shared / "metadata.json"),
+        "DATACOOLIE_TEST_STATE": str(shared / "state"),
+        # the state store every worker shares: PostgreSQL (the instance's database, its own schema)
+        "DATACOOLIE_STATE_URL": "postgresql://{DATACOOLIE_PG_USER}:{DATACOOLIE_PG_PASSWORD}@{DATACOOLIE_PG_HOST}:"
+        "{DATACOOLIE_PG_PORT}/{DATACOOLIE_PG_DB}".format(**database),
+    }
+    home = root / "coordinator_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_bytes((REPOSITORY / "deploy" / "celery" / "dagster.yaml").read_bytes())
+    return Deployment(root, shared, env)
+
+
+def process_env(deployment: Deployment) -> dict[str, str]:
+    """A worker's environment: the deployment's, the repository importable, the venv's ``celery`` on PATH."""
+    path = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, **deployment.env, "PYTHONPATH": str(REPOSITORY), "PATH": path}
+
+
+@dataclass
+class Run:
+    """The stage job run by its own coordinator process (``python -m tests.dagster.celery_location``)."""
+
+    process: subprocess.Popen[str]
+    home: Path
+
+    def wait(self) -> str:
+        """The run's id, once the coordinator has exited (it prints the id last)."""
+        try:
+            out, _ = self.process.communicate(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # a run waiting for a lost step waits for ever: never leave it behind
+            out, _ = self.process.communicate()
+            pytest.fail(f"the run did not finish in {RUN_TIMEOUT:.0f} s (a lost step?):\n{out[-3000:]}")
+        lines = out.strip().splitlines()
+        assert lines, f"the coordinator printed nothing (exit {self.process.returncode})"
+        return lines[-1]
+
+
+def launch(deployment: Deployment) -> Run:
+    """Start the run's coordinator: a process of its own, like a run worker (a fresh code location load)."""
+    home = deployment.root / "coordinator_home"
+    process = subprocess.Popen(
+        [sys.executable, "-m", LOCATION, str(SHARDS)], cwd=deployment.root,
+        env={**process_env(deployment), "DAGSTER_HOME": str(home)},
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    return Run(process, home)
+
+
+@pytest.fixture
+def instance_of(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Opens a deployment's Dagster instance in this process (its settings are environment references)."""
+    opened: list[dg.DagsterInstance] = []
+
+    def open_instance(deployment: Deployment) -> dg.DagsterInstance:
+        for name, value in deployment.env.items():
+            monkeypatch.setenv(name, value)
+        opened.append(dg.DagsterInstance.from_config(str(deployment.root / "coordinator_home")))
+        return opened[-1]
+
+    yield open_instance
+    for instance in opened:
+        instance.dispose()
+
+
+def worker_of_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str, str]]:
+    """``(step key, worker)`` of every Celery task that started a step, in order (Dagster's engine events)."""
+    taken = []
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        event = record.dagster_event
+        if event is None or event.engine_event_data is None:
+            continue
+        worker = event.engine_event_data.metadata.get("Celery worker")
+        if worker is not None:
+            taken.append((str(event.step_key), str(worker.value)))
+    return taken
+
+
+def assert_tables_exact(deployment: Deployment) -> None:
+    """Every table holds its source's rows exactly once: count and key set, per table."""
+    for i in range(DATAFLOWS):
+        table = pl.read_delta(str(deployment.table(i)))
+        source = deployment.source(i)
+        assert table.height == source.height, f"t_{i:02d}: {table.height} rows, the source has {source.height}"
+        assert table["id"].n_unique() == table.height, f"t_{i:02d}: duplicated keys"
+        assert set(table["id"]) == set(source["id"]), f"t_{i:02d}: keys differ from the source"
+
+
+def assert_state_in_postgres(deployment: Deployment) -> None:
+    """One watermark per dataflow in the PostgreSQL state store, and no state folder anywhere on disk."""
+    assert not (deployment.shared / "state").exists()
+    connection = psycopg2.connect(deployment.env["DATACOOLIE_STATE_URL"])
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM datacoolie_state.watermarks")
+            assert cursor.fetchone() == (DATAFLOWS,)
+    finally:
+        connection.close()
+
+
+def assert_nothing_local(workers: list[Worker]) -> None:
+    """The workers' own working directories hold no table and no state: all went to the shared folder."""
+    for worker in workers:
+        local = [p.relative_to(worker.cwd) for p in worker.cwd.rglob("*") if p.name in {"_delta_log", "watermarks"}]
+        assert local == [], f"{worker.name} wrote locally: {local}"
+
+
+def steps(instance: dg.DagsterInstance, run_id: str, event_type: dg.DagsterEventType) -> list[str]:
+    """The step keys of a run's events of one type, in order."""
+    return [str(r.dagster_event.step_key) for r in instance.all_logs(run_id, of_type=event_type) if r.dagster_event]
+
+
+def shard_steps(instance: dg.DagsterInstance, run_id: str) -> set[str]:
+    return {s for s in steps(instance, run_id, dg.DagsterEventType.STEP_SUCCESS) if "run_shard" in s}
+
+
+def assert_succeeded(instance: dg.DagsterInstance, run_id: str, run: Run) -> None:
+    record = instance.get_run_by_id(run_id)
+    assert record is not None
+    assert record.status == dg.DagsterRunStatus.SUCCESS, run_id
+    assert run.process.returncode == 0
+
+
+def test_a_stage_fans_out_over_two_celery_workers(
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], instance_of: Any
+) -> None:
+    deployment = deploy(tmp_path, broker, postgres_database, db=0)
+    worker_yaml = tmp_path / "worker.yaml"
+    with celery_workers(2, tmp_path, worker_yaml, tmp_path / "coordinator_home" / "dagster.yaml",
+                        process_env(deployment), f"{broker}/0") as workers:  # fmt: skip
+        run = launch(deployment)
+        run_id = run.wait()
+    instance = instance_of(deployment)
+    taken = worker_of_steps(instance, run_id)
+
+    assert_succeeded(instance, run_id, run)
+    assert shard_steps(instance, run_id) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
+    assert_tables_exact(deployment)
+    assert_state_in_postgres(deployment)
+    # both workers ran steps, and no step ran twice
+    assert {w for _, w in taken} == {w.hostname for w in workers}
+    assert len(taken) == len({s for s, _ in taken})
+    assert_nothing_local(workers)
+
+
+class KillMidStep:
+    """SIGKILLs ``victim`` once it is inside a shard step (started on it, no STEP_SUCCESS yet) that
+    has written at least one of its shard's tables: the step's work is partly or wholly committed,
+    but neither Dagster nor the broker has seen it end."""
+
+    def __init__(self, deployment: Deployment, victim: Worker) -> None:
+        self.deployment, self.victim = deployment, victim
+        self.tables = {shard: deployment.shard_tables(shard) for shard in range(SHARDS)}
+        self.killed_step: str | None = None
+        self.written_before_kill = 0
+
+    def watch(self, instance: dg.DagsterInstance, run: Run) -> None:
+        """Until the victim is killed or the run's coordinator has exited."""
+        deadline = time.monotonic() + RUN_TIMEOUT
+        while run.process.poll() is None and time.monotonic() < deadline:
+            runs = instance.get_runs(limit=1)
+            if runs and self._caught(instance, runs[0].run_id):
+                return
+            time.sleep(0.02)
+
+    def _caught(self, instance: dg.DagsterInstance, run_id: str) -> bool:
+        for step, worker in worker_of_steps(instance, run_id):
+            if worker != self.victim.hostname or "[shard_" not in step:
+                continue
+            written = sum((t / "_delta_log").exists() for t in self.tables[int(step.rsplit("_", 1)[1].rstrip("]"))])
+            if written and not self._finished(instance, run_id, step):
+                self.victim.kill()
+                self.killed_step, self.written_before_kill = step, written
+                return True
+        return False
+
+    @staticmethod
+    def _finished(instance: dg.DagsterInstance, run_id: str, step: str) -> bool:
+        records = instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_SUCCESS)
+        return any(r.dagster_event and r.dagster_event.step_key == step for r in records)
+
+
+def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], instance_of: Any
+) -> None:
+    deployment = deploy(tmp_path, broker, postgres_database, db=2)
+    with celery_workers(2, tmp_path, tmp_path / "worker.yaml", tmp_path / "coordinator_home" / "dagster.yaml",
+                        process_env(deployment), f"{broker}/2") as workers:  # fmt: skip
+        victim, survivor = workers
+        killer = KillMidStep(deployment, victim)
+        instance = instance_of(deployment)
+        run = launch(deployment)
+        killer.watch(instance, run)
+        run_id = run.wait()
+    taken = worker_of_steps(instance, run_id)
+
+    assert killer.killed_step is not None, f"the victim was never caught inside a shard step: {taken}\n{victim.log()}"
+    assert victim.process.returncode is not None
+    assert_succeeded(instance, run_id, run)
+    # the killed step started twice: on the victim, then (redelivered by Redis) on the survivor
+    assert steps(instance, run_id, dg.DagsterEventType.STEP_START).count(killer.killed_step) == 2
+    assert [w for s, w in taken if s == killer.killed_step] == [victim.hostname, survivor.hostname]
+    assert shard_steps(instance, run_id) == {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
+    # the tables the victim had committed before it died were not appended again: 0 lost, 0 duplicated
+    assert killer.written_before_kill > 0
+    assert_tables_exact(deployment)
+    assert_state_in_postgres(deployment)
+    assert_nothing_local(workers)
