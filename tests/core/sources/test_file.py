@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import importlib.util
 import os
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -364,13 +363,6 @@ def test_corrupt_file_is_a_source_error_naming_it(tmp_path: Path) -> None:
     (folder_of(tmp_path) / "bad.json").write_text("{not json")
     with pytest.raises(SourceError, match=r"cannot read file '.*bad.json'"):
         read(file_source(tmp_path, "json"))
-
-
-@pytest.mark.skipif(importlib.util.find_spec("fastexcel") is not None, reason="an Excel engine is installed")
-def test_excel_without_an_engine_names_the_package_to_install(tmp_path: Path) -> None:
-    (folder_of(tmp_path) / "a.xlsx").write_bytes(b"PK\x03\x04 not really a workbook")
-    with pytest.raises(SourceError, match=r"excel.*pip install fastexcel"):
-        read(file_source(tmp_path, "excel"))
 
 
 @pytest.mark.parametrize(
