@@ -8,6 +8,7 @@ compared with a number is cast to that number's type). AND/OR/NOT are three-valu
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -104,6 +105,8 @@ def binary_numeric(
 
 
 def _apply(op: str, a: pl.Expr, b: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    if op in _SIGN and dtype.is_float():
+        return _float_sum(op, a, b, dtype)
     if op == "+":
         return a + b
     if op == "-":
@@ -116,6 +119,42 @@ def _apply(op: str, a: pl.Expr, b: pl.Expr, dtype: pl.DataType) -> pl.Expr:
         remainder = java_remainder(a, b, dtype)
         return pl.when(remainder < 0).then(java_remainder(remainder + b, b, dtype)).otherwise(remainder)
     return java_remainder(a, b, dtype)
+
+
+def _float_sum(op: str, a: pl.Expr, b: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """``a + b`` or ``a - b`` in IEEE arithmetic, as Spark computes it, also when a side is a constant zero.
+
+    Polars' optimizer rewrites ``x + 0.0``, ``0.0 + x`` and ``x - (-0.0)`` to ``x``, and ``0.0 - x`` to
+    ``-x``: wrong for a zero ``x`` (IEEE gives ``0.0``, the rewrite keeps or makes ``-0.0``), so
+    ``-0.0 + 0`` would print as ``-0.0`` where Spark prints ``0.0``. Those forms add ``0.0`` explicitly.
+    """
+    if op == "+" and _is_zero(b, negative=False):
+        return _plus_zero(a, dtype)
+    if op == "+" and _is_zero(a, negative=False):
+        return _plus_zero(b, dtype)
+    if op == "-" and _is_zero(b, negative=True):
+        return _plus_zero(a, dtype)
+    if op == "-" and _is_zero(a, negative=False):
+        return _plus_zero(-b, dtype)
+    return a + b if op == "+" else a - b
+
+
+def _is_zero(value: pl.Expr, *, negative: bool) -> bool:
+    """Whether ``value`` is a constant (no column) equal to ``-0.0`` (``negative``) or ``0.0``."""
+    if value.meta.root_names():
+        return False
+    try:
+        constant = pl.select(value).to_series()
+    except Exception:  # a constant Polars cannot evaluate alone: not a zero it would fold away
+        return False
+    if len(constant) != 1 or not isinstance(zero := constant[0], float) or zero != 0:
+        return False
+    return math.copysign(1.0, zero) < 0 if negative else math.copysign(1.0, zero) > 0
+
+
+def _plus_zero(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """``value + 0.0`` that no optimizer drops: a zero of either sign becomes ``0.0``, the rest is kept."""
+    return pl.when(value == 0).then(pl.lit(0.0, dtype)).otherwise(value)
 
 
 def nonzero(divisor: pl.Expr) -> pl.Expr:

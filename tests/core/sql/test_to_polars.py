@@ -180,3 +180,22 @@ def test_unsupported_is_a_sql_error_naming_the_construct(sql: str, match: str) -
 def test_spark_semantics_without_spark(sql: str, expected: Any, dtype: pl.DataType) -> None:
     result = pl.DataFrame({"x": [0]}).select(compile_expression(sql, schema={"x": pl.Int64()}).alias("r"))["r"]
     assert (result.to_list(), result.dtype) == ([expected], dtype)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("CAST((x + 0) AS STRING)", ["0.0", "0.0", "1.5", "NaN"]),
+        ("CAST((0 + x) AS STRING)", ["0.0", "0.0", "1.5", "NaN"]),
+        ("CAST((x - -0.0D) AS STRING)", ["0.0", "0.0", "1.5", "NaN"]),
+        ("CAST((0.0D - x) AS STRING)", ["0.0", "0.0", "-1.5", "NaN"]),
+        ("CAST((x + -0.0D) AS STRING)", ["-0.0", "0.0", "1.5", "NaN"]),
+        ("CAST((x - 0) AS STRING)", ["-0.0", "0.0", "1.5", "NaN"]),
+        ("CAST((-0.0D + 0) AS STRING)", ["0.0"]),  # a constant: one row
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_adding_a_zero_constant_gives_the_ieee_zero_sign(sql: str, expected: list[str]) -> None:
+    # Spark computes -0.0 + 0 = 0.0 (IEEE); Polars' optimizer folds `x + 0.0` to `x` and kept -0.0
+    frame = pl.DataFrame({"x": [-0.0, 0.0, 1.5, float("nan")]})
+    assert frame.select(compile_expression(sql, schema=frame.schema).alias("r"))["r"].to_list() == expected

@@ -163,8 +163,16 @@ def date_arithmetic_cases() -> Iterator[Case]:
         yield Case(f"{value} - INTERVAL {unit}", origin="INTERVAL")
 
 
+def zero_sign_cases() -> Iterator[Case]:
+    """Sums and differences with a zero, as text: the value comparison sees no sign of a zero, the text does."""
+    zeros = ("0", "0.0D", "-0.0D", "CAST('0' AS DOUBLE)", "(0 * 1e10)")
+    for value, zero, op in itertools.product(("d", "e", "-0.0D", "0.0D"), zeros, "+-"):
+        yield Case(f"CAST(({value} {op} {zero}) AS STRING)", origin="zero sign")
+        yield Case(f"CAST(({zero} {op} {value}) AS STRING)", origin="zero sign")
+
+
 GENERATORS = (arithmetic_cases, comparison_cases, logic_cases, predicate_cases, conditional_cases, cast_cases,
-              concat_cases, date_arithmetic_cases)  # fmt: skip
+              concat_cases, date_arithmetic_cases, zero_sign_cases)  # fmt: skip
 
 
 def operator_cases() -> Iterator[Case]:

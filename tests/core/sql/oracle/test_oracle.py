@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
+from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.internal.conjecture.providers import HypothesisProvider
 
 from datacoolie_core.sql import SUPPORTED_FUNCTIONS
 from tests.core.sql.oracle import corpus, signatures, trees
@@ -31,8 +36,21 @@ def generated_trees(count: int = TREES) -> list[str]:
     def collect(sql: str) -> None:
         collected.append(sql)
 
-    collect()
+    # hypothesis mixes in constants from the source of every local module imported so far
+    # (HypothesisProvider._maybe_draw_constant), so the trees would depend on which tests ran before
+    # this one; without those constants the draw depends on the seed alone
+    with mock.patch.object(HypothesisProvider, "_maybe_draw_constant", return_value=None):
+        collect()
     return collected
+
+
+def test_generated_trees_do_not_depend_on_the_modules_imported_before(tmp_path: Path, monkeypatch: Any) -> None:
+    # a run of other tests first imports more local modules, whose constants hypothesis used to mix in
+    before = generated_trees(100)
+    (tmp_path / "oracle_constants_probe.py").write_text(f"VALUES = {tuple(range(100, 2000, 7))}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "oracle_constants_probe", importlib.import_module("oracle_constants_probe"))
+    assert generated_trees(100) == before
 
 
 def test_random_expression_trees_match_spark(spark: Any) -> None:
