@@ -278,6 +278,14 @@ def assert_nothing_local(deployment: Deployment, workers: list[Worker]) -> None:
     assert local == [], f"written locally: {local}"
 
 
+def assert_secret_nowhere(deployment: Deployment, instance: dg.DagsterInstance, run_id: str) -> None:
+    """The S3 secret every worker resolved appears in no file the run left (worker logs, step logs,
+    configs) and in no event of the run."""
+    leaks = [p for p in deployment.root.rglob("*") if p.is_file() and SECRET_ACCESS_KEY.encode() in p.read_bytes()]
+    assert leaks == [], f"the S3 secret is in {leaks}"
+    assert not any(SECRET_ACCESS_KEY in str(record) for record in instance.all_logs(run_id))
+
+
 def steps(instance: dg.DagsterInstance, run_id: str, event_type: dg.DagsterEventType) -> list[str]:
     """The step keys of a run's events of one type, in order."""
     return [str(r.dagster_event.step_key) for r in instance.all_logs(run_id, of_type=event_type) if r.dagster_event]
@@ -314,6 +322,7 @@ def test_a_stage_fans_out_over_two_celery_workers(
     assert {w for _, w in taken} == {w.hostname for w in workers}
     assert len(taken) == len({s for s, _ in taken})
     assert_nothing_local(deployment, workers)
+    assert_secret_nowhere(deployment, instance, run_id)
 
 
 class KillMidStep:
@@ -380,3 +389,4 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
     assert_tables_exact(deployment)
     assert_state_in_postgres(deployment)
     assert_nothing_local(deployment, workers)
+    assert_secret_nowhere(deployment, instance, run_id)
