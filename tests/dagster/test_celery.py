@@ -1,9 +1,12 @@
 """Dagster's Celery executor end to end: a real Redis broker, PostgreSQL for the Dagster instance,
 two ``dagster-celery`` worker processes with their own working directories and DAGSTER_HOMEs, and a
-stage of 40 dataflows fanned out over 4 shard steps.
+stage of 40 dataflows fanned out over 4 shard steps, reading and writing S3 (moto in server mode).
 
-The workers share only the shared folder (the lake, Dagster's step-output folder) and PostgreSQL
-(Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``). One run goes through
+The sources and the lake are on S3 (``s3://<bucket>/landing``, ``s3://<bucket>/lake``; credentials
+from the connections' ``secrets_ref``, in every process's environment). Beyond S3 the workers share
+only PostgreSQL (Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``) and
+Dagster's own step-output folder (``DATACOOLIE_SHARED_STORAGE``): no table and no state on a local
+disk, which the tests check. One run goes through
 untouched; in the other, a worker is SIGKILLed while it is inside a shard step that has committed
 some of its tables: the broker redelivers the unacknowledged task (``task_acks_late`` +
 ``visibility_timeout``, deploy/celery/worker.yaml), the other worker runs the step again, and every
@@ -13,6 +16,7 @@ waits for ever: docs/deployment.md).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -35,8 +39,9 @@ from datacoolie_core.orchestration.distributor import JobDistributor
 from tests.dagster.celery_support import Worker, celery_workers
 from tests.dagster.cli_support import BIN, REPOSITORY
 from tests.support.redis import redis_url
+from tests.support.s3 import ACCESS_KEY_ID, KEY_ID_VAR, REGION, SECRET_ACCESS_KEY, SECRET_VAR, S3Server, start_moto
 
-pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.redis, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.redis, pytest.mark.postgres, pytest.mark.s3]
 
 DATAFLOWS = 40
 SHARDS = 4
@@ -56,23 +61,38 @@ def broker() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def s3_server() -> Iterator[S3Server]:
+    """One moto server for the module; each test writes to a bucket of its own."""
+    with start_moto() as server:
+        yield server
+
+
 @dataclass(frozen=True)
 class Deployment:
     root: Path
     shared: Path
     env: dict[str, str]
+    server: S3Server
+    bucket: str
 
     @property
     def metadata(self) -> Path:
         return self.shared / "metadata.json"
 
-    def table(self, index: int) -> Path:
-        return self.shared / "lake" / "bronze" / f"t_{index:02d}"
+    def table(self, index: int) -> str:
+        return f"s3://{self.bucket}/lake/t_{index:02d}"
 
     def source(self, index: int) -> pl.DataFrame:
-        return pl.read_parquet(self.shared / "lake" / "landing" / f"s_{index:02d}" / "batch_001.parquet")
+        url = f"s3://{self.bucket}/landing/s_{index:02d}/batch_001.parquet"
+        return pl.read_parquet(url, storage_options=self.server.storage_options)
 
-    def shard_tables(self, shard: int) -> list[Path]:
+    def committed_tables(self) -> set[str]:
+        """The tables with a first commit on S3 (one listing: the watcher below polls it)."""
+        keys = self.server.keys(f"s3://{self.bucket}/lake/")
+        return {f"s3://{self.bucket}/{k.split('/_delta_log/')[0]}" for k in keys if "/_delta_log/0" in k}
+
+    def shard_tables(self, shard: int) -> list[str]:
         provider = FileProvider(self.metadata)
         provider.initialize()
         try:
@@ -82,13 +102,23 @@ class Deployment:
         return [self.table(int(str(d.name).removeprefix("df_"))) for d in mine]
 
 
-def write_stage(shared: Path) -> Path:
-    """40 append dataflows with an ``updated_at`` watermark, each from its own landing folder; absolute paths."""
-    lake = shared / "lake"
+def s3_connection(name: str, kind: str, fmt: str, base_path: str, server: S3Server) -> dict[str, Any]:
+    """A connection on S3: the endpoint in ``storage_options``, the key pair named by ``secrets_ref``."""
+    return {
+        "name": name, "connection_type": kind, "format": fmt,
+        "configure": {"base_path": base_path, "aws_region": REGION,
+                      "storage_options": {"aws_endpoint_url": server.endpoint, "aws_allow_http": "true"},
+                      "aws_access_key_id": KEY_ID_VAR, "aws_secret_access_key": SECRET_VAR},
+        "secrets_ref": {"env:": ["aws_access_key_id", "aws_secret_access_key"]},
+    }  # fmt: skip
+
+
+def write_stage(shared: Path, server: S3Server, bucket: str) -> Path:
+    """40 append dataflows with an ``updated_at`` watermark, each from its own landing folder on S3."""
     connections = [
-        {"name": "landing", "connection_type": "file", "format": "parquet", "configure": {"base_path": str(lake / "landing")}},
-        {"name": "bronze", "connection_type": "lakehouse", "format": "delta", "configure": {"base_path": str(lake / "bronze")}},
-    ]  # fmt: skip
+        s3_connection("landing", "file", "parquet", f"s3://{bucket}/landing", server),
+        s3_connection("bronze", "lakehouse", "delta", f"s3://{bucket}/lake", server),
+    ]
     dataflows = []
     for i in range(DATAFLOWS):
         start = datetime(2024, 1, 1) + timedelta(days=i)
@@ -99,9 +129,9 @@ def write_stage(shared: Path) -> Path:
                 "updated_at": pl.datetime_range(start, start + timedelta(seconds=ROWS - 1), "1s", eager=True),
             }
         )
-        folder = lake / "landing" / f"s_{i:02d}"
-        folder.mkdir(parents=True)
-        frame.write_parquet(folder / "batch_001.parquet")
+        buffer = io.BytesIO()
+        frame.write_parquet(buffer)
+        server.put(f"s3://{bucket}/landing/s_{i:02d}/batch_001.parquet", buffer.getvalue())
         dataflows.append(
             {
                 "name": f"df_{i:02d}",
@@ -115,12 +145,13 @@ def write_stage(shared: Path) -> Path:
     return path
 
 
-def deploy(root: Path, broker: str, database: dict[str, str], db: int) -> Deployment:
-    """The shared folder, the executor/worker config (deploy/celery/worker.yaml, a short visibility
-    timeout) and the environment every process gets; Redis databases ``db`` and ``db + 1``."""
+def deploy(root: Path, broker: str, database: dict[str, str], db: int, server: S3Server) -> Deployment:
+    """The stage on a new bucket, the executor/worker config (deploy/celery/worker.yaml, a short
+    visibility timeout) and the environment every process gets; Redis databases ``db`` and ``db + 1``."""
     shared = root / "shared"
     shared.mkdir()
-    write_stage(shared)
+    bucket = server.bucket()
+    write_stage(shared, server, bucket)
     config = yaml.safe_load((REPOSITORY / "deploy" / "celery" / "worker.yaml").read_text(encoding="utf-8"))
     config["execution"]["config"]["config_source"]["broker_transport_options"] |= {
         "visibility_timeout": VISIBILITY_TIMEOUT,
@@ -135,6 +166,9 @@ def deploy(root: Path, broker: str, database: dict[str, str], db: int) -> Deploy
         "DATACOOLIE_SHARED_STORAGE": str(shared / "dagster"),
         "DATACOOLIE_TEST_METADATA": str(shared / "metadata.json"),
         "DATACOOLIE_TEST_STATE": str(shared / "state"),
+        # the secrets the connections' secrets_ref name: every process resolves them from its environment
+        KEY_ID_VAR: ACCESS_KEY_ID,
+        SECRET_VAR: SECRET_ACCESS_KEY,
         # the state store every worker shares: PostgreSQL (the instance's database, its own schema)
         "DATACOOLIE_STATE_URL": "postgresql://{DATACOOLIE_PG_USER}:{DATACOOLIE_PG_PASSWORD}@{DATACOOLIE_PG_HOST}:"
         "{DATACOOLIE_PG_PORT}/{DATACOOLIE_PG_DB}".format(**database),
@@ -142,7 +176,7 @@ def deploy(root: Path, broker: str, database: dict[str, str], db: int) -> Deploy
     home = root / "coordinator_home"
     home.mkdir()
     (home / "dagster.yaml").write_bytes((REPOSITORY / "deploy" / "celery" / "dagster.yaml").read_bytes())
-    return Deployment(root, shared, env)
+    return Deployment(root, shared, env, server, bucket)
 
 
 def process_env(deployment: Deployment) -> dict[str, str]:
@@ -212,9 +246,10 @@ def worker_of_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str
 
 
 def assert_tables_exact(deployment: Deployment) -> None:
-    """Every table holds its source's rows exactly once: count and key set, per table."""
+    """Every table, read back from S3, holds its source's rows exactly once: count and key set, per table."""
+    assert len(deployment.committed_tables()) == DATAFLOWS
     for i in range(DATAFLOWS):
-        table = pl.read_delta(str(deployment.table(i)))
+        table = pl.read_delta(deployment.table(i), storage_options=deployment.server.storage_options)
         source = deployment.source(i)
         assert table.height == source.height, f"t_{i:02d}: {table.height} rows, the source has {source.height}"
         assert table["id"].n_unique() == table.height, f"t_{i:02d}: duplicated keys"
@@ -233,11 +268,22 @@ def assert_state_in_postgres(deployment: Deployment) -> None:
         connection.close()
 
 
-def assert_nothing_local(workers: list[Worker]) -> None:
-    """The workers' own working directories hold no table and no state: all went to the shared folder."""
-    for worker in workers:
-        local = [p.relative_to(worker.cwd) for p in worker.cwd.rglob("*") if p.name in {"_delta_log", "watermarks"}]
-        assert local == [], f"{worker.name} wrote locally: {local}"
+def assert_nothing_local(deployment: Deployment, workers: list[Worker]) -> None:
+    """No process wrote a table, a source copy or state on a local disk: not in the workers' own
+    working directories, not in the shared folder, nowhere under the test's root."""
+    assert {p.name for p in deployment.shared.iterdir()} <= {"dagster", "metadata.json"}
+    assert all(worker.cwd.is_relative_to(deployment.root) for worker in workers)  # so the walk below sees them
+    names = {"_delta_log", "watermarks", "lake", "landing", "state"}
+    local = [p.relative_to(deployment.root) for p in deployment.root.rglob("*") if p.name in names]
+    assert local == [], f"written locally: {local}"
+
+
+def assert_secret_nowhere(deployment: Deployment, instance: dg.DagsterInstance, run_id: str) -> None:
+    """The S3 secret every worker resolved appears in no file the run left (worker logs, step logs,
+    configs) and in no event of the run."""
+    leaks = [p for p in deployment.root.rglob("*") if p.is_file() and SECRET_ACCESS_KEY.encode() in p.read_bytes()]
+    assert leaks == [], f"the S3 secret is in {leaks}"
+    assert not any(SECRET_ACCESS_KEY in str(record) for record in instance.all_logs(run_id))
 
 
 def steps(instance: dg.DagsterInstance, run_id: str, event_type: dg.DagsterEventType) -> list[str]:
@@ -257,9 +303,9 @@ def assert_succeeded(instance: dg.DagsterInstance, run_id: str, run: Run) -> Non
 
 
 def test_a_stage_fans_out_over_two_celery_workers(
-    tmp_path: Path, broker: str, postgres_database: dict[str, str], instance_of: Any
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], s3_server: S3Server, instance_of: Any
 ) -> None:
-    deployment = deploy(tmp_path, broker, postgres_database, db=0)
+    deployment = deploy(tmp_path, broker, postgres_database, db=0, server=s3_server)
     worker_yaml = tmp_path / "worker.yaml"
     with celery_workers(2, tmp_path, worker_yaml, tmp_path / "coordinator_home" / "dagster.yaml",
                         process_env(deployment), f"{broker}/0") as workers:  # fmt: skip
@@ -275,7 +321,8 @@ def test_a_stage_fans_out_over_two_celery_workers(
     # both workers ran steps, and no step ran twice
     assert {w for _, w in taken} == {w.hostname for w in workers}
     assert len(taken) == len({s for s, _ in taken})
-    assert_nothing_local(workers)
+    assert_nothing_local(deployment, workers)
+    assert_secret_nowhere(deployment, instance, run_id)
 
 
 class KillMidStep:
@@ -302,7 +349,8 @@ class KillMidStep:
         for step, worker in worker_of_steps(instance, run_id):
             if worker != self.victim.hostname or "[shard_" not in step:
                 continue
-            written = sum((t / "_delta_log").exists() for t in self.tables[int(step.rsplit("_", 1)[1].rstrip("]"))])
+            shard = int(step.rsplit("_", 1)[1].rstrip("]"))
+            written = len(self.deployment.committed_tables().intersection(self.tables[shard]))
             if written and not self._finished(instance, run_id, step):
                 self.victim.kill()
                 self.killed_step, self.written_before_kill = step, written
@@ -316,9 +364,9 @@ class KillMidStep:
 
 
 def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
-    tmp_path: Path, broker: str, postgres_database: dict[str, str], instance_of: Any
+    tmp_path: Path, broker: str, postgres_database: dict[str, str], s3_server: S3Server, instance_of: Any
 ) -> None:
-    deployment = deploy(tmp_path, broker, postgres_database, db=2)
+    deployment = deploy(tmp_path, broker, postgres_database, db=2, server=s3_server)
     with celery_workers(2, tmp_path, tmp_path / "worker.yaml", tmp_path / "coordinator_home" / "dagster.yaml",
                         process_env(deployment), f"{broker}/2") as workers:  # fmt: skip
         victim, survivor = workers
@@ -340,4 +388,5 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
     assert killer.written_before_kill > 0
     assert_tables_exact(deployment)
     assert_state_in_postgres(deployment)
-    assert_nothing_local(workers)
+    assert_nothing_local(deployment, workers)
+    assert_secret_nowhere(deployment, instance, run_id)
