@@ -58,6 +58,20 @@ class IcebergReader:
         return finalize(lf, source, request, source_action=action)
 
 
+def current_snapshots(source: Source) -> dict[str, int | None]:
+    """``{"<namespace>.<table>": current snapshot id}`` of a table-mode source (``None``: no snapshot
+    yet), read from the catalog without reading data: what a source sensor compares between
+    evaluations (a commit of any kind, merges included, makes a new snapshot).
+
+    Raises:
+        SourceError: the catalog or the table cannot be loaded (the reader's errors).
+    """
+    label = source_label(source)
+    ident = ic.identifier(source.connection, source.schema_name, source.table, what="source")
+    snapshot = _open(_catalog(source, label), ident, label).current_snapshot()
+    return {".".join(ident): snapshot.snapshot_id if snapshot is not None else None}
+
+
 def read_table(
     table: Table, source: Source, request: ReadRequest, snapshot_id: int | None, label: str
 ) -> tuple[pl.LazyFrame, dict[str, Any]]:

@@ -10,11 +10,12 @@ reading the data:
 * Databases (``format: sql``, SQLite/PostgreSQL/MySQL/MariaDB, and SQL Server/Oracle untested):
   ``SELECT COUNT(*), MAX(<watermark column>)…``
   over the table or query, built as a sqlglot tree (identifiers quoted, nothing concatenated).
+* Iceberg (``format: iceberg``, table mode): the current snapshot id of the table, from the catalog.
 * REST APIs (``format: api``): the record count and the maximum of each watermark column of the
   endpoint as a first run reads it (every page up to ``max_pages``, no stored watermark): an API has
   no cheaper "has anything changed" call in general, so this costs one full read per evaluation.
 
-Function sources (and Delta queries whose tables cannot be parsed) have no fingerprint: they are
+Function sources, Iceberg queries (and Delta queries whose tables cannot be parsed) have no fingerprint: they are
 not sensed. A source that cannot be read raises :class:`SourceError` naming it.
 """
 
@@ -55,6 +56,8 @@ def is_sensable(dataflow: DataFlow, refs: Sequence[SourceRef]) -> bool:
         return False
     if fmt == "delta":
         return all(ref.path for ref in refs)
+    if fmt == "iceberg":
+        return bool(source.table) and not source.query
     return fmt in EXTENSIONS or fmt in ("sql", "api")
 
 
@@ -75,6 +78,10 @@ def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerp
         return _database_fingerprint(dataflow, label)
     if fmt == "api":
         return _api_fingerprint(dataflow)
+    if fmt == "iceberg":
+        from datacoolie_core.sources.iceberg import current_snapshots  # pyiceberg only for Iceberg sources
+
+        return {"iceberg_snapshots": current_snapshots(dataflow.source)}
     raise SourceError(f"{label}: format '{fmt}' has no cheap fingerprint; it cannot be sensed")
 
 
@@ -84,6 +91,8 @@ def has_data(fingerprint: Fingerprint) -> bool:
         return True  # the table exists (a missing one raised); version 0 may hold rows
     if "files" in fingerprint:
         return bool(fingerprint["files"])
+    if "iceberg_snapshots" in fingerprint:
+        return any(snapshot is not None for snapshot in fingerprint["iceberg_snapshots"].values())
     return bool(fingerprint.get("rows"))
 
 

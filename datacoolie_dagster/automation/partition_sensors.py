@@ -54,7 +54,7 @@ from datacoolie_dagster.automation.sensors import (
     parse_cursor,
     triggers_enabled,
 )
-from datacoolie_dagster.automation.source_changes import Grain, read_change
+from datacoolie_dagster.automation.source_changes import Grain, read_change, senses_partitions
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.partitions import TablePartitioning, contiguous_chunks
 from datacoolie_dagster.location.tables import SourceRef, source_refs
@@ -170,7 +170,8 @@ def partitioned_tables(assets: Sequence[TableAsset]) -> list[PartitionedTable]:
         for dataflow in table.dataflows:
             refs = tuple(r for r in source_refs(dataflow) if r in table.sources or not follows_upstream)
             column = partitioning.config.chunk_column or next(iter(dataflow.source.watermark_columns), None)
-            if column and is_sensable(dataflow, refs) and _has_watermark(dataflow):
+            sensable = is_sensable(dataflow, refs) and senses_partitions(dataflow)
+            if column and sensable and _has_watermark(dataflow):
                 sources.append(SensedSource(dataflow, refs, column))
         if sources:
             sensed.append(PartitionedTable(asset.spec.key, partitioning, tuple(sources)))

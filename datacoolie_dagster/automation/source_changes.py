@@ -62,6 +62,14 @@ _SQLITE_BUCKETS = {"minute": "%Y-%m-%d %H:%M:00", "hour": "%Y-%m-%d %H:00:00", "
                    "month": "%Y-%m-01"}  # fmt: skip
 
 
+def senses_partitions(dataflow: DataFlow) -> bool:
+    """Whether :func:`read_change` can map ``dataflow``'s new source data to partitions (its format's
+    changes carry their window values: Delta versions, files, database rows; not API or Iceberg sources,
+    which the source sensor fingerprints as a whole)."""
+    fmt = dataflow.source.connection.format or ""
+    return fmt in ("delta", "sql") or fmt in EXTENSIONS
+
+
 @dataclass(frozen=True)
 class Change:
     """The partitions new source data touches, and the source's state after it (JSON-able)."""

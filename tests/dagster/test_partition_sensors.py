@@ -176,6 +176,24 @@ def test_sensed_tables_are_the_partitioned_ones_with_a_window_column_not_opted_o
     assert {t.name: [s.column for s in t.sources] for t in sensed}[FILES_KEY] == ["created_at"]
 
 
+def test_api_and_iceberg_sources_are_left_to_the_source_sensor(root: Path) -> None:
+    """Their changes carry no window values to map to partitions (the source sensor fingerprints them)."""
+    document = metadata()
+    document["connections"] += [
+        {"name": "shop", "connection_type": "api", "configure": {"base_url": "https://shop.example.com/api"}},
+        {"name": "ice", "connection_type": "lakehouse", "format": "iceberg",
+         "configure": {"base_path": "./ice", "catalog_properties": {"type": "sql", "uri": "sqlite:///./ice.db"}}},
+    ]  # fmt: skip
+    document["dataflows"] += [
+        _flow("api_by_month", {"connection_name": "shop", "configure": {"endpoint": "orders"},
+                               "watermark_columns": ["created_at"]}, "api_orders", {"partitions": MONTHS}, key="id"),
+        _flow("ice_by_month", {"connection_name": "ice", "schema_name": "sales", "table": "orders",
+                               "watermark_columns": ["created_at"]}, "ice_orders", {"partitions": MONTHS}, key="id"),
+    ]  # fmt: skip
+    (root / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
+    assert sorted(t.name for t in partitioned_tables(table_assets(root))) == [CUSTOMERS_KEY, EVENTS_KEY, FILES_KEY]
+
+
 @pytest.mark.parametrize("load_type", ["append", "overwrite"])
 def test_a_table_a_window_replay_would_damage_is_not_sensed(root: Path, load_type: str) -> None:
     """A second append of a window adds its rows again; an overwrite keeps only the window."""
