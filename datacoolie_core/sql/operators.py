@@ -79,7 +79,9 @@ def _date_plus_days(
 def _literal_decimal(node: exp.Expression, dtype: pl.DataType, other: pl.DataType | None) -> pl.DataType:
     # Spark widens an integer literal next to a decimal to just its digits (1 -> DECIMAL(1,0))
     literal = node.this if isinstance(node, exp.Neg) else node
-    if isinstance(literal, (exp.Cast, exp.TryCast)):  # 3L is CAST(3 AS BIGINT) in sqlglot
+    # sqlglot reads 3L as a cast without the "format" arg; an explicit CAST(1e10 AS INT) is no literal
+    # to Spark: it widens to the type's full DECIMAL(10,0)
+    if isinstance(literal, (exp.Cast, exp.TryCast)) and "format" not in literal.args:
         literal = literal.this
     if isinstance(other, pl.Decimal) and is_integral(dtype) and isinstance(literal, exp.Literal):
         return pl.Decimal(max(len(str(literal.this).lstrip("-")), 1), 0)
