@@ -158,8 +158,8 @@ def parse_date(text: pl.Expr) -> pl.Expr:
 
 
 def parse_timestamp(text: pl.Expr, target: pl.DataType) -> pl.Expr:
-    """A Spark timestamp string: a date, optionally ``T``/space, ``HH:mm[:ss[.fraction]]`` and a zone."""
-    pattern = r"^([+-]?\d{4,7}(?:-\d{1,2}(?:-\d{1,2})?)?)(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$"
+    """A Spark timestamp string (a year of 4-6 digits where a date takes 7): a date, optionally ``T``/space, ``HH:mm[:ss[.fraction]]`` and a zone."""
+    pattern = r"^([+-]?\d{4,6}(?:-\d{1,2}(?:-\d{1,2})?)?)(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$"
     parts = text.str.extract_groups(pattern)
     field = [parts.struct.field(str(k)) for k in range(1, 7)]
     day = parse_date(field[0])

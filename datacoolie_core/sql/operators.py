@@ -116,7 +116,7 @@ def _apply(op: str, a: pl.Expr, b: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if op == "*":
         return a * b
     if op == "/":
-        return a / nonzero(b)
+        return a / nonzero(_exact_divisor(b) if dtype.is_float() else b)
     if op == "PMOD":
         remainder = java_remainder(a, b, dtype)
         return pl.when(remainder < 0).then(java_remainder(remainder + b, b, dtype)).otherwise(remainder)
@@ -157,6 +157,14 @@ def _is_zero(value: pl.Expr, *, negative: bool) -> bool:
 def _plus_zero(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """``value + 0.0`` that no optimizer drops: a zero of either sign becomes ``0.0``, the rest is kept."""
     return pl.when(value == 0).then(pl.lit(0.0, dtype)).otherwise(value)
+
+
+def _exact_divisor(divisor: pl.Expr) -> pl.Expr:
+    """A constant divisor as a column: Polars divides by a scalar by multiplying with its reciprocal
+    (``7 / 1e10`` gave 7.000000000000001E-10, Spark 7.0E-10); a column divides exactly."""
+    if divisor.meta.root_names():
+        return divisor
+    return pl.int_range(pl.len()).cast(pl.Float64) * 0 + divisor
 
 
 def nonzero(divisor: pl.Expr) -> pl.Expr:

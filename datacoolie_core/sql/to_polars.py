@@ -77,8 +77,8 @@ def _broadcast(expression: pl.Expr, schema: Schema) -> pl.Expr:
     match the DataFrame height". Two rows of NULLs show it at compile time; only then is the
     expression wrapped (the wrapper would hide filters from predicate pushdown).
     """
-    probe = pl.DataFrame({name: [None, None] for name in schema}, schema=dict(schema))
     try:
+        probe = pl.DataFrame({name: [None, None] for name in schema}, schema=dict(schema))
         probe.with_columns(expression.alias("__probe__"))
     except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError) as e:
         # any other error on NULL rows is not a shape problem; evaluation reports it with the data

@@ -181,6 +181,7 @@ def test_unsupported_is_a_sql_error_naming_the_construct(sql: str, match: str) -
         ("1.5 + 3L", Decimal("4.5"), pl.Decimal(3, 1)),  # the suffix form is a literal
         ("CAST('02024-01-05' AS DATE)", date(2024, 1, 5), pl.Date()),  # Spark reads up to 7 year digits
         ("CAST('002024-01-05 10:00:00' AS TIMESTAMP)", datetime(2024, 1, 5, 10, tzinfo=UTC), pl.Datetime("us", "UTC")),
+        ("CAST('0002024-01-05 10:00:00' AS TIMESTAMP)", None, pl.Datetime("us", "UTC")),  # 7 digits: a date only
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
@@ -222,3 +223,11 @@ def test_constants_folded_by_polars_fill_every_row(sql: str, expected: list[Any]
     frame = pl.DataFrame({"x": ["1", None]})
     result = frame.with_columns(compile_expression(sql, schema=frame.schema).alias("r"))["r"]
     assert result.to_list() == expected
+
+
+def test_dividing_by_a_constant_is_exact_division() -> None:
+    # Polars divides a column by a scalar by multiplying with its reciprocal: 7 * (1 / 1e10) is
+    # 7.000000000000001E-10 where Spark (and 7 / 1e10) give 7.0E-10
+    frame = pl.DataFrame({"x": [7, -7, 1]})
+    result = frame.select(compile_expression("CAST(x / 1e10 AS STRING)", schema=frame.schema).alias("r"))["r"]
+    assert result.to_list() == ["7.0E-10", "-7.0E-10", "1.0E-10"]

@@ -184,6 +184,8 @@ def probe_finding_cases() -> Iterator[Case]:
         yield Case(f"NOT IF(2.5D IS NULL, true, {constant} IS NULL)", origin="constant folded to one row")
     yield Case("CAST(CAST('abc' AS DOUBLE) AS DECIMAL(12,3)) <> CAST(CAST(s AS DOUBLE) AS DECIMAL(12,3))",
                origin="constant folded to one row")  # fmt: skip
+    for left, right in itertools.product(("i", "-7", "d", "l"), ("1e10", "3.0D", "-0.1D", "7")):
+        yield Case(f"CAST(({left} / {right}) AS STRING)", origin="division by a constant")
     for prefix, kind in itertools.product(("'0'", "'00'", "'000'", "'+'", "'+0'"), ("DATE", "TIMESTAMP")):
         yield Case(f"CAST(CONCAT({prefix}, dt) AS {kind})", origin="zero-padded year")
         yield Case(f"CAST(CONCAT({prefix}, CAST(ts AS STRING)) AS {kind})", origin="zero-padded year")
