@@ -184,7 +184,9 @@ def probe_finding_cases() -> Iterator[Case]:
         yield Case(f"NOT IF(2.5D IS NULL, true, {constant} IS NULL)", origin="constant folded to one row")
     yield Case("CAST(CAST('abc' AS DOUBLE) AS DECIMAL(12,3)) <> CAST(CAST(s AS DOUBLE) AS DECIMAL(12,3))",
                origin="constant folded to one row")  # fmt: skip
-    for left, right in itertools.product(("i", "-7", "d", "l"), ("1e10", "3.0D", "-0.1D", "7")):
+    # not l or d: LONG_MAX / 7 prints 1.31762457669353933E18 in Java 17 (its Double.toString is not
+    # shortest before JDK 19), a known difference in printing only
+    for left, right in itertools.product(("i", "-7"), ("1e10", "3.0D", "-0.1D", "7")):
         yield Case(f"CAST(({left} / {right}) AS STRING)", origin="division by a constant")
     for prefix, kind in itertools.product(("'0'", "'00'", "'000'", "'+'", "'+0'"), ("DATE", "TIMESTAMP")):
         yield Case(f"CAST(CONCAT({prefix}, dt) AS {kind})", origin="zero-padded year")
