@@ -150,6 +150,7 @@ def parse_date(text: pl.Expr) -> pl.Expr:
     """A Spark date string (``yyyy``, ``yyyy-[m]m``, ``yyyy-[m]m-[d]d`` then ``T``/space and anything)."""
     parts = text.str.extract_groups(r"^([+-]?\d{4,7})(?:-(\d{1,2})(?:-(\d{1,2})(?:[T ].*)?)?)?$")
     year, month, day = (parts.struct.field(str(k)) for k in (1, 2, 3))
+    year = year.cast(pl.Int32, strict=False).cast(pl.String).str.zfill(4)  # Spark reads '02024' as 2024
     iso = pl.concat_str(
         [year, pl.lit("-"), month.fill_null("1").str.zfill(2), pl.lit("-"), day.fill_null("1").str.zfill(2)]
     )
@@ -157,8 +158,8 @@ def parse_date(text: pl.Expr) -> pl.Expr:
 
 
 def parse_timestamp(text: pl.Expr, target: pl.DataType) -> pl.Expr:
-    """A Spark timestamp string: a date, optionally ``T``/space, ``HH:mm[:ss[.fraction]]`` and a zone."""
-    pattern = r"^(\d{4}(?:-\d{1,2}(?:-\d{1,2})?)?)(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$"
+    """A Spark timestamp string (a year of 4-6 digits where a date takes 7): a date, optionally ``T``/space, ``HH:mm[:ss[.fraction]]`` and a zone."""
+    pattern = r"^([+-]?\d{4,6}(?:-\d{1,2}(?:-\d{1,2})?)?)(?:[T ](\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*(Z|[+-]\d{2}:?\d{2})?$"
     parts = text.str.extract_groups(pattern)
     field = [parts.struct.field(str(k)) for k in range(1, 7)]
     day = parse_date(field[0])

@@ -79,7 +79,9 @@ def _date_plus_days(
 def _literal_decimal(node: exp.Expression, dtype: pl.DataType, other: pl.DataType | None) -> pl.DataType:
     # Spark widens an integer literal next to a decimal to just its digits (1 -> DECIMAL(1,0))
     literal = node.this if isinstance(node, exp.Neg) else node
-    if isinstance(literal, (exp.Cast, exp.TryCast)):  # 3L is CAST(3 AS BIGINT) in sqlglot
+    # sqlglot reads 3L as a cast without the "format" arg; an explicit CAST(1e10 AS INT) is no literal
+    # to Spark: it widens to the type's full DECIMAL(10,0)
+    if isinstance(literal, (exp.Cast, exp.TryCast)) and "format" not in literal.args:
         literal = literal.this
     if isinstance(other, pl.Decimal) and is_integral(dtype) and isinstance(literal, exp.Literal):
         return pl.Decimal(max(len(str(literal.this).lstrip("-")), 1), 0)
@@ -114,7 +116,7 @@ def _apply(op: str, a: pl.Expr, b: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     if op == "*":
         return a * b
     if op == "/":
-        return a / nonzero(b)
+        return a / nonzero(_exact_divisor(b) if dtype.is_float() else b)
     if op == "PMOD":
         remainder = java_remainder(a, b, dtype)
         return pl.when(remainder < 0).then(java_remainder(remainder + b, b, dtype)).otherwise(remainder)
@@ -155,6 +157,14 @@ def _is_zero(value: pl.Expr, *, negative: bool) -> bool:
 def _plus_zero(value: pl.Expr, dtype: pl.DataType) -> pl.Expr:
     """``value + 0.0`` that no optimizer drops: a zero of either sign becomes ``0.0``, the rest is kept."""
     return pl.when(value == 0).then(pl.lit(0.0, dtype)).otherwise(value)
+
+
+def _exact_divisor(divisor: pl.Expr) -> pl.Expr:
+    """A constant divisor as a column: Polars divides by a scalar by multiplying with its reciprocal
+    (``7 / 1e10`` gave 7.000000000000001E-10, Spark 7.0E-10); a column divides exactly."""
+    if divisor.meta.root_names():
+        return divisor
+    return pl.int_range(pl.len()).cast(pl.Float64) * 0 + divisor
 
 
 def nonzero(divisor: pl.Expr) -> pl.Expr:

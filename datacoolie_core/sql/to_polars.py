@@ -60,12 +60,31 @@ def compile_expression(
     node = parse_expression(sql) if isinstance(sql, str) else sql
     compiler = Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT))
     try:
-        return compiler.compile(node)
+        expression = compiler.compile(node)
     except SqlExpressionError:
         raise
     except (CoercionError, ArithmeticError, LookupError, ValueError, TypeError) as e:
         # a handler tripping on an odd argument is still the user's expression, never a traceback
         raise SqlExpressionError(f"SQL expression {compiler.text!r} cannot be compiled: {e}") from e
+    return expression if schema is None else _broadcast(expression, compiler.schema or {})
+
+
+def _broadcast(expression: pl.Expr, schema: Schema) -> pl.Expr:
+    """``expression``, made to fill every row when Polars' optimizer would shrink it to one.
+
+    Polars 2.1 folds ``COALESCE('', n)`` to the literal ``''`` after deciding the shape, so
+    ``'abc' <=> COALESCE('', n)`` evaluates to one value and ``with_columns`` raises "length 1 doesn't
+    match the DataFrame height". Two rows of NULLs show it at compile time; only then is the
+    expression wrapped (the wrapper would hide filters from predicate pushdown).
+    """
+    try:
+        probe = pl.DataFrame({name: [None, None] for name in schema}, schema=dict(schema))
+        probe.with_columns(expression.alias("__probe__"))
+    except (pl.exceptions.PolarsError, ArithmeticError, ValueError, TypeError) as e:
+        # any other error on NULL rows is not a shape problem; evaluation reports it with the data
+        if "match the DataFrame height" in str(e):
+            return pl.when(pl.repeat(True, pl.len())).then(expression)
+    return expression
 
 
 def validate_expression(sql: str) -> str:

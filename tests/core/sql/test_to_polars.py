@@ -174,6 +174,14 @@ def test_unsupported_is_a_sql_error_naming_the_construct(sql: str, match: str) -
         ("CAST('yes' AS BOOLEAN)", True, pl.Boolean()),
         ("CAST(1e10 AS STRING)", "1.0E10", pl.String()),
         ("NULL <=> NULL", True, pl.Boolean()),
+        # an explicit CAST is no literal to Spark: INT widens to DECIMAL(10,0), not to its digits
+        ("1.5 + CAST(1e10 AS INT)", Decimal("2147483648.5"), pl.Decimal(12, 1)),
+        ("IF(x = 0, 1.5, -0.25) + CAST(1e10 AS INT) + 1.5", Decimal("2147483650.00"), pl.Decimal(14, 2)),
+        ("1.5 + CAST(3 AS BIGINT)", Decimal("4.5"), pl.Decimal(22, 1)),
+        ("1.5 + 3L", Decimal("4.5"), pl.Decimal(3, 1)),  # the suffix form is a literal
+        ("CAST('02024-01-05' AS DATE)", date(2024, 1, 5), pl.Date()),  # Spark reads up to 7 year digits
+        ("CAST('002024-01-05 10:00:00' AS TIMESTAMP)", datetime(2024, 1, 5, 10, tzinfo=UTC), pl.Datetime("us", "UTC")),
+        ("CAST('0002024-01-05 10:00:00' AS TIMESTAMP)", None, pl.Datetime("us", "UTC")),  # 7 digits: a date only
     ],
     ids=lambda v: v if isinstance(v, str) else None,
 )
@@ -199,3 +207,27 @@ def test_adding_a_zero_constant_gives_the_ieee_zero_sign(sql: str, expected: lis
     # Spark computes -0.0 + 0 = 0.0 (IEEE); Polars' optimizer folds `x + 0.0` to `x` and kept -0.0
     frame = pl.DataFrame({"x": [-0.0, 0.0, 1.5, float("nan")]})
     assert frame.select(compile_expression(sql, schema=frame.schema).alias("r"))["r"].to_list() == expected
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("'abc' <=> COALESCE('', x)", [False, False]),
+        ("NOT IF(2.5D IS NULL, true, 'abc' <=> COALESCE('', x))", [True, True]),
+        ("CAST(CAST('abc' AS DOUBLE) AS DECIMAL(12,3)) <> CAST(CAST(x AS DOUBLE) AS DECIMAL(12,3))", [None, None]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_constants_folded_by_polars_fill_every_row(sql: str, expected: list[Any]) -> None:
+    # Polars folds COALESCE('', x) to '' after fixing the shape: one value, "length 1 doesn't match the height"
+    frame = pl.DataFrame({"x": ["1", None]})
+    result = frame.with_columns(compile_expression(sql, schema=frame.schema).alias("r"))["r"]
+    assert result.to_list() == expected
+
+
+def test_dividing_by_a_constant_is_exact_division() -> None:
+    # Polars divides a column by a scalar by multiplying with its reciprocal: 7 * (1 / 1e10) is
+    # 7.000000000000001E-10 where Spark (and 7 / 1e10) give 7.0E-10
+    frame = pl.DataFrame({"x": [7, -7, 1]})
+    result = frame.select(compile_expression("CAST(x / 1e10 AS STRING)", schema=frame.schema).alias("r"))["r"]
+    assert result.to_list() == ["7.0E-10", "-7.0E-10", "1.0E-10"]

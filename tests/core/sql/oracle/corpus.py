@@ -171,8 +171,30 @@ def zero_sign_cases() -> Iterator[Case]:
         yield Case(f"CAST(({zero} {op} {value}) AS STRING)", origin="zero sign")
 
 
+def probe_finding_cases() -> Iterator[Case]:
+    """What a probe of random trees found: explicit integer casts next to decimals (typed as the full type,
+    not as a literal), constant-folded operands that Polars shrank to one row, zero-padded years."""
+    casts = ("CAST(1e10 AS INT)", "CAST(3 AS BIGINT)", "CAST(-3 AS SMALLINT)", "CAST(7 AS TINYINT)", "3L", "-3L",
+             "-CAST(3 AS INT)")  # fmt: skip
+    for cast, decimal in itertools.product(casts, ("1.5", "m", "IF(c, 1.5, -0.25)")):
+        yield Case(f"{decimal} + {cast}", origin="decimal + integer cast")
+        yield Case(f"{cast} * {decimal} + 1.5", origin="decimal + integer cast")
+    for constant in ("COALESCE('', n)", "COALESCE(1, i)", "CAST(CAST('abc' AS DOUBLE) AS DECIMAL(12,3))"):
+        yield Case(f"'abc' <=> {constant}", origin="constant folded to one row")
+        yield Case(f"NOT IF(2.5D IS NULL, true, {constant} IS NULL)", origin="constant folded to one row")
+    yield Case("CAST(CAST('abc' AS DOUBLE) AS DECIMAL(12,3)) <> CAST(CAST(s AS DOUBLE) AS DECIMAL(12,3))",
+               origin="constant folded to one row")  # fmt: skip
+    # not l or d: LONG_MAX / 7 prints 1.31762457669353933E18 in Java 17 (its Double.toString is not
+    # shortest before JDK 19), a known difference in printing only
+    for left, right in itertools.product(("i", "-7"), ("1e10", "3.0D", "-0.1D", "7")):
+        yield Case(f"CAST(({left} / {right}) AS STRING)", origin="division by a constant")
+    for prefix, kind in itertools.product(("'0'", "'00'", "'000'", "'+'", "'+0'"), ("DATE", "TIMESTAMP")):
+        yield Case(f"CAST(CONCAT({prefix}, dt) AS {kind})", origin="zero-padded year")
+        yield Case(f"CAST(CONCAT({prefix}, CAST(ts AS STRING)) AS {kind})", origin="zero-padded year")
+
+
 GENERATORS = (arithmetic_cases, comparison_cases, logic_cases, predicate_cases, conditional_cases, cast_cases,
-              concat_cases, date_arithmetic_cases, zero_sign_cases)  # fmt: skip
+              concat_cases, date_arithmetic_cases, zero_sign_cases, probe_finding_cases)  # fmt: skip
 
 
 def operator_cases() -> Iterator[Case]:
