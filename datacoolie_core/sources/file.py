@@ -264,33 +264,21 @@ def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label
         raise SourceError(f"{label}: cannot read file '{path}': {e}; check the file and source.read_options") from e
 
 
-INFERENCE_BUDGET = 64 * 2**20
-"""Bytes of JSON-lines files whose schemas may be inferred at the same time (each inference holds
-its file in memory: about its size more of peak RSS per file in flight)."""
-
-
 def _scan_files(
     files: list[FileInfo], fmt: str, options: dict[str, Any], *, hive: bool, label: str
 ) -> list[pl.LazyFrame | None]:
     """One lazy frame per file. JSON lines infer their types over every line, as Spark does, which
     costs Polars about 1.6 parses of the file on top of the read: the files' schemas are inferred
-    side by side (Polars releases the GIL) as far as :data:`INFERENCE_BUDGET` allows."""
+    side by side (Polars releases the GIL), which halves that wall time on two cores. (One at a time
+    was measured too: no lower peak RSS, 1.7x the in-process time; docs/perf-write.md.)"""
 
     def scan(f: FileInfo) -> pl.LazyFrame | None:  # a remote csv/json file is read from a local copy
         return scan_file(readable_path(f.path, fmt, f.modified, f.size), fmt, options, hive=hive, label=label)
 
-    workers = inference_workers([f.size for f in files], os.cpu_count() or 1) if fmt == "jsonl" else 1
-    if workers == 1:
+    if fmt != "jsonl" or len(files) < 2:
         return [scan(f) for f in files]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with ThreadPoolExecutor(max_workers=min(len(files), os.cpu_count() or 1)) as pool:
         return list(pool.map(scan, files))
-
-
-def inference_workers(sizes: list[int | None], cpus: int) -> int:
-    """How many files' schemas to infer at once: one per core, while the largest files in flight
-    stay within :data:`INFERENCE_BUDGET` (an unknown size counts as the budget: one at a time)."""
-    largest = max((INFERENCE_BUDGET if size is None else size for size in sizes), default=0)
-    return max(1, min(len(sizes), cpus, INFERENCE_BUDGET // max(largest, 1)))
 
 
 def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFrame:

@@ -365,36 +365,8 @@ def test_corrupt_file_is_a_source_error_naming_it(tmp_path: Path) -> None:
         read(file_source(tmp_path, "json"))
 
 
-@pytest.mark.parametrize(
-    ("sizes", "cpus", "expected"),
-    [
-        ([1_000] * 4, 2, 2),
-        ([1_000] * 4, 8, 4),
-        ([1_000], 4, 1),
-        ([48 * 2**20] * 4, 2, 1),
-        ([30 * 2**20] * 3, 4, 2),
-        ([1_000, None], 2, 1),
-        ([], 2, 1),
-    ],
-    ids=["small-files-one-per-core", "fewer-files-than-cores", "one-file", "large-files-one-at-a-time",
-         "two-fit-the-budget", "unknown-size-one-at-a-time", "no-file"],
-)  # fmt: skip
-def test_jsonl_schemas_are_inferred_side_by_side_within_the_memory_budget(
-    sizes: list[int | None], cpus: int, expected: int
-) -> None:
-    from datacoolie_core.sources.file import inference_workers
-
-    assert inference_workers(sizes, cpus) == expected
-
-
-@pytest.mark.parametrize("budget", [2**30, 1], ids=["side-by-side", "one-at-a-time"])
-def test_jsonl_types_every_line_of_every_file_however_the_schemas_are_inferred(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
-) -> None:
+def test_jsonl_types_every_line_of_every_file_with_the_schemas_inferred_side_by_side(tmp_path: Path) -> None:
     """A key first seen late, and an integer column that turns fractional late, are typed as Spark types them."""
-    from datacoolie_core.sources import file
-
-    monkeypatch.setattr(file, "INFERENCE_BUDGET", budget)
     folder = folder_of(tmp_path)
     early = "\n".join(f'{{"id": {i}, "n": 1}}' for i in range(150))
     (folder / "a.jsonl").write_text(early + '\n{"id": 150, "n": 2.5, "late": "x"}\n')
