@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from datacoolie_core import columns as fc
 from datacoolie_core.destinations.base import ReplaceWindow
-from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, plan_scd2
+from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, check_scd2_batch, plan_scd2
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 
@@ -185,7 +185,7 @@ def merge_overwrite(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRu
 def scd2(frame: pl.DataFrame, target: IcebergTarget) -> DestinationRuntimeInfo:
     """D-11 as the Delta scd2 (docs/scd2.md): the plan's stored rows rewritten, new versions appended."""
     keys = list(target.merge_keys)
-    _check_scd2_batch(frame, target.name)
+    check_scd2_batch(frame, f"Iceberg table '{target.name}'")
     history = None if target.table is None else read_history(target.table, frame, keys, target.name)
     plan = plan_scd2(frame, history, keys)
     evolve_schema(target.tx, plan.inserts)
@@ -228,21 +228,6 @@ def read_history(table: Table, batch: pl.DataFrame, keys: Sequence[str], name: s
             "write scd2 to a new table or overwrite this one first"
         )
     return read_rows(table, key_filter(batch.select(list(keys)).unique()), None)
-
-
-def _check_scd2_batch(frame: pl.DataFrame, name: str) -> None:
-    missing = [c for c in fc.SCD2_COLUMNS if c not in frame.columns]
-    if missing:
-        raise DestinationError(
-            f"scd2 write to Iceberg table '{name}': the batch lacks {', '.join(missing)}; "
-            "the scd2 column adder (configure.scd2_effective_column) must run before the write"
-        )
-    nulls = frame[fc.VALID_FROM].null_count()
-    if nulls:
-        raise DestinationError(
-            f"scd2 write to Iceberg table '{name}': {nulls} row(s) have a null {fc.VALID_FROM}; "
-            "make configure.scd2_effective_column non-null (e.g. coalesce it with a default)"
-        )
 
 
 # Reads and predicates ---------------------------------------------------------------------------

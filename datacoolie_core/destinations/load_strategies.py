@@ -19,7 +19,7 @@ from datacoolie_core import columns as fc
 from datacoolie_core import faults
 from datacoolie_core.destinations import delta
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow
-from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, plan_scd2
+from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, check_scd2_batch, plan_scd2
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
@@ -141,7 +141,7 @@ def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
     rows a later delivery at the same instant replaced.
     """
     keys = list(target.merge_keys)
-    _check_scd2_batch(frame, target.path)
+    check_scd2_batch(frame, target.path)
     plan = plan_scd2(frame, None if target.table is None else read_history(target.table, frame, keys), keys)
     faults.crash_point(faults.BEFORE_COMMIT)
     if target.table is None:
@@ -195,21 +195,6 @@ def read_history(table: DeltaTable, batch: pl.DataFrame, keys: Sequence[str]) ->
         )
     batch_keys = batch.lazy().select([pl.col(k).cast(schema[k]) for k in keys]).unique()
     return scan.join(batch_keys, on=list(keys), how="semi", nulls_equal=True).collect()
-
-
-def _check_scd2_batch(frame: pl.DataFrame, path: str) -> None:
-    missing = [c for c in fc.SCD2_COLUMNS if c not in frame.columns]
-    if missing:
-        raise DestinationError(
-            f"scd2 write to {path}: the batch lacks {', '.join(missing)}; "
-            "the scd2 column adder (configure.scd2_effective_column) must run before the write"
-        )
-    nulls = frame[fc.VALID_FROM].null_count()
-    if nulls:
-        raise DestinationError(
-            f"scd2 write to {path}: {nulls} row(s) have a null {fc.VALID_FROM}; "
-            "make configure.scd2_effective_column non-null (e.g. coalesce it with a default)"
-        )
 
 
 def _create(frame: delta.Rows, target: DeltaTarget) -> DestinationRuntimeInfo:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from datacoolie_core import columns as fc
+from datacoolie_core.errors import DestinationError
 
 MATCH_FROM = "__datacoolie_match_from"
 """Column of updates and deletes: the stored row's ``__valid_from`` the MERGE matches on."""
@@ -89,6 +90,27 @@ def plan_scd2(batch: pl.DataFrame, stored: pl.DataFrame | None, keys: Sequence[s
         updates=updates.select(*keys, MATCH_FROM, fc.VALID_TO, fc.IS_CURRENT, *stamped),
         deletes=gone.select(*keys, MATCH_FROM).unique(maintain_order=True),
     )
+
+
+def check_scd2_batch(frame: pl.DataFrame, target: str) -> None:
+    """Refuse an scd2 batch without the columns the scd2 column adder makes, or with a null
+    ``__valid_from`` (it would open a version at no time). ``target`` names the table in the message.
+
+    Raises:
+        DestinationError: naming the missing columns or the null count, and the fix.
+    """
+    missing = [c for c in fc.SCD2_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DestinationError(
+            f"scd2 write to {target}: the batch lacks {', '.join(missing)}; "
+            "the scd2 column adder (configure.scd2_effective_column) must run before the write"
+        )
+    nulls = frame[fc.VALID_FROM].null_count()
+    if nulls:
+        raise DestinationError(
+            f"scd2 write to {target}: {nulls} row(s) have a null {fc.VALID_FROM}; "
+            "make configure.scd2_effective_column non-null (e.g. coalesce it with a default)"
+        )
 
 
 def tracked_columns(frame: pl.DataFrame, keys: Sequence[str]) -> list[str]:
