@@ -306,12 +306,13 @@ def test_a_stage_fans_out_over_two_celery_workers(
     tmp_path: Path, broker: str, postgres_database: dict[str, str], s3_server: S3Server, instance_of: Any
 ) -> None:
     deployment = deploy(tmp_path, broker, postgres_database, db=0, server=s3_server)
+    instance = instance_of(deployment)  # creates Dagster's tables once: two workers starting on an empty
+    # database race to create them ("type runs already exists"), as any deployment's first start would
     worker_yaml = tmp_path / "worker.yaml"
     with celery_workers(2, tmp_path, worker_yaml, tmp_path / "coordinator_home" / "dagster.yaml",
                         process_env(deployment), f"{broker}/0") as workers:  # fmt: skip
         run = launch(deployment)
         run_id = run.wait()
-    instance = instance_of(deployment)
     taken = worker_of_steps(instance, run_id)
 
     assert_succeeded(instance, run_id, run)
@@ -367,11 +368,11 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
     tmp_path: Path, broker: str, postgres_database: dict[str, str], s3_server: S3Server, instance_of: Any
 ) -> None:
     deployment = deploy(tmp_path, broker, postgres_database, db=2, server=s3_server)
+    instance = instance_of(deployment)  # Dagster's tables created before the workers start (see above)
     with celery_workers(2, tmp_path, tmp_path / "worker.yaml", tmp_path / "coordinator_home" / "dagster.yaml",
                         process_env(deployment), f"{broker}/2") as workers:  # fmt: skip
         victim, survivor = workers
         killer = KillMidStep(deployment, victim)
-        instance = instance_of(deployment)
         run = launch(deployment)
         killer.watch(instance, run)
         run_id = run.wait()
