@@ -96,9 +96,10 @@ def test_a_yaml_metadata_file_loads_pyyaml(tmp_path: Path) -> None:
     assert loaded_after(code, cwd=tmp_path) == ["yaml"]
 
 
-def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster(tmp_path: Path) -> None:
+def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster_no_pyarrow(tmp_path: Path) -> None:
     # parquet -> a new Delta table: predicates (sqlglot) are built only by merges, overwrites and reads
-    # past a watermark; the run observer plug-in stays light when no Dagster instance is configured
+    # past a watermark; the run observer plug-in stays light when no Dagster instance is configured;
+    # delta-rs takes the Polars frame as an Arrow C stream, so pyarrow (~50 ms) is never loaded
     import polars as pl
 
     (tmp_path / "landing" / "sales" / "orders").mkdir(parents=True)
@@ -123,8 +124,33 @@ def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster(tmp_path: Path) ->
     code = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     loaded = loaded_after(code, cwd=tmp_path)
     assert {"polars", "deltalake"} <= set(loaded)  # the run did run
-    assert [m for m in loaded if m in ("dagster", "sqlglot", "sqlglot.optimizer", "yaml")] == []
+    assert [m for m in loaded if m in ("dagster", "sqlglot", "sqlglot.optimizer", "yaml", "pyarrow")] == []
     assert sorted(pl.read_delta(str(tmp_path / "lake" / "orders"))["id"].to_list()) == [1, 2]  # no row order
+
+
+def test_reading_a_delta_table_past_a_watermark_loads_no_sql_parser(tmp_path: Path) -> None:
+    # the watermark window is a Polars expression; sqlglot is for query-mode sources and Delta predicates
+    import polars as pl
+
+    pl.DataFrame({"id": [1, 2, 3], "ts": [1, 2, 3]}).write_delta(str(tmp_path / "lake" / "orders"))
+    (tmp_path / "metadata.json").write_text(
+        json.dumps(
+            {
+                "connections": [{"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}}],
+                "dataflows": [
+                    {
+                        "name": "orders",
+                        "source": {"connection_name": "lake", "table": "orders", "watermark_columns": ["ts"]},
+                        "destination": {"connection_name": "lake", "table": "orders_copy", "load_type": "append"},
+                    }
+                ],
+            }
+        )
+    )
+    run = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
+    assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # the first run: no watermark yet
+    assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # the second: a window past the stored one
+    assert sorted(pl.read_delta(str(tmp_path / "lake" / "orders_copy"))["id"].to_list()) == [1, 2, 3]
 
 
 def test_datacoolie_dagster_and_its_metadata_check_load_no_dagster() -> None:

@@ -22,7 +22,6 @@ from typing import Any
 import polars as pl
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
-from sqlglot.errors import ParseError
 
 from datacoolie_core.errors import SourceError
 from datacoolie_core.models.coerce import build_path, did_you_mean
@@ -31,8 +30,6 @@ from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.platform.storage import delta_storage_options, is_object_store
 from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.finalize import collect_scan, plan_read, source_label
-from datacoolie_core.sql.lineage import query_tables
-from datacoolie_core.sql.references import query_reference_problems
 
 
 class DeltaReader:
@@ -88,6 +85,10 @@ def table_bytes(table: DeltaTable) -> int:
 
 def referenced_tables(query: str, label: str) -> list[tuple[str | None, str]]:
     """``(schema, table)`` of every table ``query`` reads (see :func:`datacoolie_core.sql.lineage.query_tables`)."""
+    from sqlglot.errors import ParseError  # query mode only: a table read never loads the SQL parser
+
+    from datacoolie_core.sql.lineage import query_tables
+
     try:
         return query_tables(query)
     except ParseError as e:
@@ -98,6 +99,8 @@ def _read_query(source: Source, query: str, label: str) -> tuple[pl.LazyFrame, d
     base = source.connection.base_path
     if not base:
         raise SourceError(f"{label}: a query over Delta tables needs the connection's base_path")
+    from datacoolie_core.sql.references import query_reference_problems
+
     problems = query_reference_problems(query)
     if problems:
         raise SourceError(f"{label}: source.query is refused: {'; '.join(problems)}")
