@@ -12,10 +12,8 @@ import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, date, datetime
-from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -24,17 +22,14 @@ from deltalake.exceptions import CommitFailedError, TableNotFoundError
 from deltalake.table import TableMerger
 
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState
+from datacoolie_core.destinations.predicates import SOURCE, TARGET
 from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options
 
-if TYPE_CHECKING:  # sqlglot loads with the first predicate: a plain append never builds one
-    from sqlglot import exp
-
 logger = logging.getLogger(__name__)
 
-SOURCE, TARGET = "source", "target"
 CHECKPOINT_INTERVAL = 10
 META_APP_ID = "datacoolie.app_id"
 META_SEQUENCE = "datacoolie.sequence"
@@ -272,101 +267,3 @@ def translate_errors(path: str, table_name: str | None = None) -> Iterator[None]
         raise DestinationError(
             f"{name}: write failed: {type(e).__name__}: {e}. Check the table's schema and partitioning"
         ) from e
-
-
-# Predicates -----------------------------------------------------------------------------------
-# delta-rs parses predicates with DataFusion (standard SQL: "double-quoted" identifiers). They are
-# built as sqlglot trees from column names and typed Python values, never by pasting text.
-
-
-def column(name: str, alias: str) -> exp.Column:
-    from sqlglot import exp
-
-    return exp.column(name, table=alias, quoted=True)
-
-
-def sql(node: exp.Expr) -> str:
-    return node.sql()
-
-
-def assignments(columns: Sequence[str], *, alias: str = SOURCE) -> dict[str, str]:
-    """``{"col": "source"."col"}`` for the ``updates`` of a MERGE clause."""
-    from sqlglot import exp
-
-    return {exp.to_identifier(c, quoted=True).sql(): sql(column(c, alias)) for c in columns}
-
-
-def keys_match(keys: Sequence[str]) -> exp.Expr:
-    """``(target.k IS NOT DISTINCT FROM source.k)`` for every key, AND-ed (null keys match each other).
-
-    Parenthesised: DataFusion binds ``IS NOT DISTINCT FROM`` looser than ``AND``.
-    """
-    from sqlglot import exp
-
-    return exp.and_(*(exp.paren(exp.NullSafeEQ(this=column(k, TARGET), expression=column(k, SOURCE))) for k in keys))
-
-
-def equals(name: str, alias: str, value: Any) -> exp.Expr:
-    from sqlglot import exp
-
-    return exp.EQ(this=column(name, alias), expression=literal(value))
-
-
-def window_predicate(
-    bounds: Mapping[str, tuple[Any, Any]],
-    *,
-    alias: str = TARGET,
-    schema: Mapping[str, pl.DataType] | None = None,
-) -> exp.Expr | None:
-    """``lower < col AND col <= upper`` for every column (a missing bound is left out); ``None`` if empty.
-
-    ``schema`` (the columns' dtypes) makes decimal literals exactly the column's type.
-    """
-    from sqlglot import exp
-
-    parts: list[exp.Expr] = []
-    for name, (lower, upper) in bounds.items():
-        dtype = (schema or {}).get(name)
-        if lower is not None:
-            parts.append(exp.GT(this=column(name, alias), expression=literal(lower, dtype)))
-        if upper is not None:
-            parts.append(exp.LTE(this=column(name, alias), expression=literal(upper, dtype)))
-    return exp.and_(*parts) if parts else None
-
-
-def literal(value: Any, dtype: pl.DataType | None = None) -> exp.Expr:
-    """A typed SQL literal for a Python value (timestamps in UTC, decimals exact).
-
-    ``dtype`` is the compared column's type, when known: a decimal literal then takes its precision.
-    """
-    from sqlglot import exp
-
-    if isinstance(value, bool):
-        return exp.Boolean(this=value)
-    if isinstance(value, int):
-        return exp.Literal.number(value)
-    if isinstance(value, float) and value == value and abs(value) != float("inf"):
-        return exp.Literal.number(repr(value))
-    if isinstance(value, Decimal) and value.is_finite():
-        exponent = value.as_tuple().exponent
-        precision, scale = (38, max(-int(exponent), 0)) if isinstance(exponent, int) else (38, 0)
-        if isinstance(dtype, pl.Decimal):
-            precision, scale = dtype.precision or 38, dtype.scale
-        return exp.cast(exp.Literal.string(str(value)), exp.DataType.build(f"decimal({precision}, {scale})"))
-    if isinstance(value, datetime):
-        # Exactly Delta's types (microseconds; UTC for "timestamp", none for "timestamp_ntz"): delta-rs
-        # file skipping compares without coercion, and CAST(... AS TIMESTAMP) would be nanoseconds.
-        zone = 'Some("UTC")' if value.tzinfo else "None"
-        text = (value.astimezone(UTC) if value.tzinfo else value).isoformat()
-        return exp.Anonymous(
-            this="arrow_cast",
-            expressions=[exp.Literal.string(text), exp.Literal.string(f"Timestamp(Microsecond, {zone})")],
-        )
-    if isinstance(value, date):
-        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
-    if isinstance(value, str):
-        return exp.Literal.string(value)
-    raise DestinationError(
-        f"cannot use {type(value).__name__} value {value!r} in a Delta predicate; "
-        "use int, float, Decimal, str, date or datetime bounds"
-    )

@@ -17,7 +17,7 @@ from deltalake.table import TableMerger
 
 from datacoolie_core import columns as fc
 from datacoolie_core import faults
-from datacoolie_core.destinations import delta
+from datacoolie_core.destinations import delta, predicates
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow
 from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, check_scd2_batch, plan_scd2
 from datacoolie_core.errors import DestinationError
@@ -76,11 +76,11 @@ def merge_upsert(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntime
     batch = last_per_key(frame, keys)
     if target.table is None:
         return _create(batch, target)
-    merger = delta.start_merge(target.table, batch, delta.sql(delta.keys_match(keys)), target.marker)
+    merger = delta.start_merge(target.table, batch, predicates.keys_match(keys).sql(), target.marker)
     updates = [c for c in batch.columns if c not in keys and c != fc.CREATED_AT]
     if updates:
-        merger = merger.when_matched_update(delta.assignments(updates))
-    merger = merger.when_not_matched_insert(delta.assignments(batch.columns))
+        merger = merger.when_matched_update(predicates.assignments(updates))
+    merger = merger.when_not_matched_insert(predicates.assignments(batch.columns))
     return delta.execute_merge(target.table, merger, target.marker)
 
 
@@ -115,17 +115,18 @@ def merge_overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRunt
         ],
         how="diagonal_relaxed",
     )
-    on = delta.keys_match(keys).and_(delta.equals(ACTION, delta.SOURCE, "delete"))
+    on = predicates.keys_match(keys).and_(predicates.equals(ACTION, predicates.SOURCE, "delete"))
     merger = (
-        delta.start_merge(target.table, source, delta.sql(on), target.marker)
+        delta.start_merge(target.table, source, on.sql(), target.marker)
         .when_matched_delete()
         .when_not_matched_insert(
-            delta.assignments(frame.columns), predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "insert"))
+            predicates.assignments(frame.columns),
+            predicate=predicates.equals(ACTION, predicates.SOURCE, "insert").sql(),
         )
     )
-    window = delta.window_predicate(target.window.bounds, schema=frame.schema) if target.window else None
+    window = predicates.window_predicate(target.window.bounds, schema=frame.schema) if target.window else None
     if window is not None:
-        merger = merger.when_not_matched_by_source_delete(predicate=delta.sql(window))
+        merger = merger.when_not_matched_by_source_delete(predicate=window.sql())
     return delta.execute_merge(target.table, merger, target.marker)
 
 
@@ -153,8 +154,6 @@ def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
 
 def _scd2_merge(plan: Scd2Plan, table: DeltaTable, marker: CommitMarker, keys: list[str]) -> TableMerger:
     """One MERGE applying the plan; each source row says which clause it is for (:data:`ACTION`)."""
-    from sqlglot import exp  # predicates only here: appends never load sqlglot
-
     source = pl.concat(
         [
             plan.inserts.with_columns(pl.lit("insert").alias(ACTION)),
@@ -165,20 +164,19 @@ def _scd2_merge(plan: Scd2Plan, table: DeltaTable, marker: CommitMarker, keys: l
     )
     # IS NOT DISTINCT FROM like the keys: DataFusion then hash-joins on all of them (a plain = beside
     # them made it a nested-loop join: 13.9 s instead of 1.3 s, 20k source rows into 300k); inserts never match
-    same_instant = exp.paren(
-        exp.NullSafeEQ(
-            this=delta.column(fc.VALID_FROM, delta.TARGET), expression=delta.column(MATCH_FROM, delta.SOURCE)
-        )
+    same_instant = predicates.same_value(
+        predicates.column(fc.VALID_FROM, predicates.TARGET), predicates.column(MATCH_FROM, predicates.SOURCE)
     )
-    stored_rows = exp.not_(delta.equals(ACTION, delta.SOURCE, "insert"))
-    on = delta.keys_match(keys).and_(same_instant).and_(stored_rows)
-    moved = delta.assignments([c for c in plan.updates.columns if c not in keys and c != MATCH_FROM])
+    stored_rows = predicates.not_(predicates.equals(ACTION, predicates.SOURCE, "insert"))
+    on = predicates.keys_match(keys).and_(same_instant).and_(stored_rows)
+    moved = predicates.assignments([c for c in plan.updates.columns if c not in keys and c != MATCH_FROM])
     return (
-        delta.start_merge(table, source, delta.sql(on), marker)
-        .when_matched_update(moved, predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "update")))
-        .when_matched_delete(predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "delete")))
+        delta.start_merge(table, source, on.sql(), marker)
+        .when_matched_update(moved, predicate=predicates.equals(ACTION, predicates.SOURCE, "update").sql())
+        .when_matched_delete(predicate=predicates.equals(ACTION, predicates.SOURCE, "delete").sql())
         .when_not_matched_insert(
-            delta.assignments(plan.inserts.columns), predicate=delta.sql(delta.equals(ACTION, delta.SOURCE, "insert"))
+            predicates.assignments(plan.inserts.columns),
+            predicate=predicates.equals(ACTION, predicates.SOURCE, "insert").sql(),
         )
     )
 

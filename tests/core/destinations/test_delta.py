@@ -12,7 +12,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from polars.testing import assert_frame_equal
 
-from datacoolie_core.destinations import DeltaWriter, delta
+from datacoolie_core.destinations import DeltaWriter, delta, predicates
 from datacoolie_core.destinations.load_strategies import DeltaTarget, merge_upsert
 from datacoolie_core.errors import CommitConflictError, DestinationError, TransientError
 from tests.core.destinations.builders import APP, make_destination, marker, read_table
@@ -38,24 +38,24 @@ WRITER = DeltaWriter()
     ids=["int", "bool", "float", "quoted-string", "decimal", "date", "naive-datetime", "aware-datetime-in-utc"],
 )
 def test_literal(value: Any, sql: str) -> None:
-    assert delta.literal(value).sql() == sql
+    assert predicates.literal(value) == sql
 
 
 @pytest.mark.parametrize("value", [float("nan"), [1], None], ids=["nan", "list", "none"])
 def test_literal_rejects_untyped_values(value: Any) -> None:
     with pytest.raises(DestinationError, match=r"cannot use .* in a Delta predicate"):
-        delta.literal(value)
+        predicates.literal(value)
 
 
 def test_predicates_quote_identifiers() -> None:
-    assert delta.sql(delta.keys_match(["Order ID", "x"])) == (
+    assert predicates.sql(predicates.keys_match(["Order ID", "x"])) == (
         '("target"."Order ID" IS NOT DISTINCT FROM "source"."Order ID") AND '
         '("target"."x" IS NOT DISTINCT FROM "source"."x")'
     )
-    window = delta.window_predicate({'we"ird': (1, None), "ts": (None, date(2024, 1, 1))})
+    window = predicates.window_predicate({'we"ird': (1, None), "ts": (None, date(2024, 1, 1))})
     assert window is not None
-    assert delta.sql(window) == '"target"."we""ird" > 1 AND "target"."ts" <= CAST(\'2024-01-01\' AS DATE)'
-    assert delta.window_predicate({"a": (None, None)}) is None
+    assert predicates.sql(window) == '"target"."we""ird" > 1 AND "target"."ts" <= CAST(\'2024-01-01\' AS DATE)'
+    assert predicates.window_predicate({"a": (None, None)}) is None
 
 
 @pytest.mark.parametrize(
@@ -88,10 +88,10 @@ def test_window_predicate_compares_in_the_column_type(
         schema_overrides={"dec": pl.Decimal(10, 2)},
     )
     write_deltalake(tmp_path, frame.to_arrow())
-    predicate = delta.window_predicate({column: (lower, upper)}, schema=frame.schema)
+    predicate = predicates.window_predicate({column: (lower, upper)}, schema=frame.schema)
     assert predicate is not None
     # DELETE compares without type coercion (stricter than MERGE), so it proves the literals exact
-    DeltaTable(tmp_path).delete(delta.sql(predicate).replace('"target".', ""))
+    DeltaTable(tmp_path).delete(predicates.sql(predicate).replace('"target".', ""))
     assert sorted(pl.read_delta(str(tmp_path))["n"].to_list()) == kept
 
 
