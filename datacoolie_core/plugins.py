@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from importlib.metadata import EntryPoint, distributions
+from importlib.metadata import Distribution, EntryPoint, distributions
 
 PREFIX = "datacoolie."
 
@@ -36,9 +36,20 @@ def _declared() -> tuple[EntryPoint, ...]:
         text = dist.read_text("entry_points.txt")
         if not text or f"[{PREFIX}" not in text:  # most distributions: one small read, nothing parsed
             continue
-        name = re.sub(r"[-_.]+", "-", (dist.metadata["Name"] or "").lower())  # PEP 503, as importlib does
+        name = _normalized_name(dist)
         if name in seen:
             continue
         seen.add(name)
         found += [entry for entry in dist.entry_points if entry.group.startswith(PREFIX)]
     return tuple(found)
+
+
+def _normalized_name(dist: Distribution) -> str:
+    """The distribution's PEP 503 name, from its ``.dist-info`` folder's name when it has one.
+
+    ``dist.metadata`` parses the whole METADATA file with the e-mail parser (10 ms for a package
+    whose long description is its README); ``importlib.metadata.entry_points()`` itself reads the
+    name from the folder (``_normalized_name``), so this does too, and falls back to the metadata.
+    """
+    from_folder = getattr(dist, "_normalized_name", None)
+    return re.sub(r"[-_.]+", "-", (from_folder or dist.metadata["Name"] or "").lower())
