@@ -110,15 +110,12 @@ def report(results: Results, impls: list[str]) -> str:
     for scenario, runs in results.items():
         cells = [spread(ratios(runs[p], runs["bare"], m)) for m in METRICS for p in peers]
         lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    if "plain" in impls:
+        lines += _ratio_table(
+            results, "plain", "bare", "What DataCoolie's seven columns cost by themselves: plain / bare"
+        )
     if "plain" in impls and "ours" in impls:
-        lines += [
-            "\n## Ours / plain (the same columns added by hand)\n",
-            "| job | " + " | ".join(METRICS.values()) + " |",
-        ]
-        lines.append(_rule(lines[-1]))
-        for scenario, runs in results.items():
-            cells = [spread(ratios(runs["ours"], runs["plain"], m)) for m in METRICS]
-            lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+        lines += _ratio_table(results, "ours", "plain", "Ours / plain (the bare job plus the same columns, by hand)")
     head = "| job | implementation | " + " | ".join(METRICS.values()) + " | imports s |"
     lines += ["\n## Medians (min-max)\n", head, _rule(head)]
     for scenario, runs in results.items():
@@ -128,6 +125,15 @@ def report(results: Results, impls: list[str]) -> str:
                 f"| {scenario} | {impl} | " + " | ".join(cells) + f" | {spread([s.imports for s in samples])} |"
             )
     return "\n".join(lines)
+
+
+def _ratio_table(results: Results, impl: str, baseline: str, title: str) -> list[str]:
+    head = "| job | " + " | ".join(METRICS.values()) + " |"
+    lines = [f"\n## {title}\n", head, _rule(head)]
+    for scenario, runs in results.items():
+        cells = [spread(ratios(runs[impl], runs[baseline], m)) for m in METRICS]
+        lines.append(f"| {scenario} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _rule(head: str) -> str:
