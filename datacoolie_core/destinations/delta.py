@@ -137,9 +137,24 @@ def arrow_data(frame: Rows) -> Any:
     """What delta-rs reads: an Arrow C stream, of the collected frame or of the streamed batches.
 
     A Polars frame is handed over as it is (``__arrow_c_stream__``): ``frame.to_arrow()`` would load
-    pyarrow (~50 ms a process) for a conversion delta-rs does not need.
+    pyarrow (~50 ms a process) for a conversion delta-rs does not need, except for the two kinds of
+    column delta-rs 1.6.6 cannot take from Polars' stream: a Categorical (its ``Utf8View`` dictionary
+    panics the parquet writer) and a Null column (refused by the C data interface). Those frames go
+    through pyarrow, which writes them as ``string`` and ``void`` columns.
     """
+    if isinstance(frame, pl.DataFrame) and any(_needs_pyarrow(dtype) for dtype in frame.schema.values()):
+        return frame.to_arrow()
     return frame
+
+
+def _needs_pyarrow(dtype: pl.DataType) -> bool:
+    if isinstance(dtype, pl.Categorical | pl.Null):
+        return True
+    if isinstance(dtype, pl.List | pl.Array):
+        return _needs_pyarrow(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_needs_pyarrow(field.dtype) for field in dtype.fields)
+    return False
 
 
 def start_merge(table: DeltaTable, source: pl.DataFrame, predicate: str, marker: CommitMarker) -> TableMerger:
