@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -27,6 +27,9 @@ from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 logger = logging.getLogger(__name__)
 
@@ -147,7 +150,7 @@ def arrow_data(frame: Rows) -> Any:
     return frame
 
 
-def _needs_pyarrow(dtype: pl.DataType) -> bool:
+def _needs_pyarrow(dtype: PolarsDataType) -> bool:
     if isinstance(dtype, pl.Categorical | pl.Null):
         return True
     if isinstance(dtype, pl.List | pl.Array):
