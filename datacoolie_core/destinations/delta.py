@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import unquote, urlparse
 
 import polars as pl
@@ -23,13 +23,10 @@ from deltalake.table import TableMerger
 
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState
 from datacoolie_core.destinations.predicates import SOURCE, TARGET
-from datacoolie_core.destinations.stream import BatchStream
+from datacoolie_core.destinations.stream import BatchStream, arrow_exportable
 from datacoolie_core.errors import CommitConflictError, DataCoolieError, DestinationError
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options
-
-if TYPE_CHECKING:
-    from polars._typing import PolarsDataType
 
 logger = logging.getLogger(__name__)
 
@@ -139,25 +136,10 @@ def write_table(
 def arrow_data(frame: Rows) -> Any:
     """What delta-rs reads: an Arrow C stream, of the collected frame or of the streamed batches.
 
-    A Polars frame is handed over as it is (``__arrow_c_stream__``): ``frame.to_arrow()`` would load
-    pyarrow (~50 ms a process) for a conversion delta-rs does not need, except for the two kinds of
-    column delta-rs 1.6.6 cannot take from Polars' stream: a Categorical (its ``Utf8View`` dictionary
-    panics the parquet writer) and a Null column (refused by the C data interface). Those frames go
-    through pyarrow, which writes them as ``string`` and ``void`` columns.
+    No ``frame.to_arrow()``: that would load pyarrow for a conversion delta-rs does not need, except
+    for the columns :func:`~datacoolie_core.destinations.stream.arrow_exportable` names.
     """
-    if isinstance(frame, pl.DataFrame) and any(_needs_pyarrow(dtype) for dtype in frame.schema.values()):
-        return frame.to_arrow()
-    return frame
-
-
-def _needs_pyarrow(dtype: PolarsDataType) -> bool:
-    if isinstance(dtype, pl.Categorical | pl.Null):
-        return True
-    if isinstance(dtype, pl.List | pl.Array):
-        return _needs_pyarrow(dtype.inner)
-    if isinstance(dtype, pl.Struct):
-        return any(_needs_pyarrow(field.dtype) for field in dtype.fields)
-    return False
+    return frame if isinstance(frame, BatchStream) else arrow_exportable(frame)
 
 
 def start_merge(table: DeltaTable, source: pl.DataFrame, predicate: str, marker: CommitMarker) -> TableMerger:

@@ -18,9 +18,12 @@ delta-rs reports it as its own error, and the caller re-raises the kept one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType
 
 
 class BatchStream:
@@ -69,10 +72,10 @@ class BatchStream:
         from arro3.core import RecordBatchReader  # delta-rs's own Arrow binding
 
         if self.is_empty():
-            empty = RecordBatchReader.from_stream(pl.DataFrame(schema=self.schema))
+            empty = RecordBatchReader.from_stream(arrow_exportable(pl.DataFrame(schema=self.schema)))
             return empty.__arrow_c_stream__(requested_schema)
         assert self._first is not None
-        schema = RecordBatchReader.from_stream(self._first).schema
+        schema = RecordBatchReader.from_stream(arrow_exportable(self._first)).schema
         reader = RecordBatchReader.from_batches(schema, self._arrow_batches())
         return reader.__arrow_c_stream__(requested_schema)
 
@@ -81,7 +84,7 @@ class BatchStream:
 
         for batch in self._pending():
             self.rows += batch.height
-            yield from RecordBatchReader.from_stream(batch)
+            yield from RecordBatchReader.from_stream(arrow_exportable(batch))
 
     def _pending(self) -> Iterator[pl.DataFrame]:
         """The kept first batch, then the rest of the stream."""
@@ -108,3 +111,26 @@ class BatchStream:
             if self.error is e:
                 raise
             raise self.error from e
+
+
+def arrow_exportable(frame: pl.DataFrame) -> Any:
+    """``frame`` as delta-rs 1.6.6 can read it through the Arrow C stream interface.
+
+    Polars' own stream (``frame`` itself) spares loading pyarrow (~50 ms a process), except for two
+    kinds of column delta-rs cannot take from it: a Categorical (its ``Utf8View`` dictionary panics
+    the parquet writer) and a Null column (refused by the C data interface). Such a frame goes
+    through ``to_arrow()``, which delta-rs writes as ``string`` and ``void`` columns.
+    """
+    if any(_needs_pyarrow(dtype) for dtype in frame.schema.values()):
+        return frame.to_arrow()
+    return frame
+
+
+def _needs_pyarrow(dtype: PolarsDataType) -> bool:
+    if isinstance(dtype, pl.Categorical | pl.Null):
+        return True
+    if isinstance(dtype, pl.List | pl.Array):
+        return _needs_pyarrow(dtype.inner)
+    if isinstance(dtype, pl.Struct):
+        return any(_needs_pyarrow(field.dtype) for field in dtype.fields)
+    return False

@@ -252,6 +252,29 @@ def test_a_full_load_counts_the_rows_it_streams(tmp_path: Path) -> None:
     assert pl.read_delta(target(tmp_path)).height == 1500
 
 
+def test_a_streamed_load_of_categorical_and_null_columns_writes_strings_and_void(tmp_path: Path) -> None:
+    # a parquet file written by Polars from a Categorical column reads back as one; delta-rs 1.6.6
+    # panicked on its Utf8View dictionary mid-stream ("cannot downcast Utf8View dictionary value")
+    path = metadata(tmp_path)
+    land(
+        tmp_path,
+        "a",
+        pl.DataFrame(
+            {
+                "order_id": range(3000),
+                "status": pl.Series(["new", "paid", "sent"] * 1000, dtype=pl.Categorical),
+                "unknown": pl.Series([None] * 3000, dtype=pl.Null),
+            }
+        ),
+    )
+    info, _, _ = execute(path)
+    assert (info.status, info.destination.rows_written) == ("succeeded", 3000)
+    table = pl.read_delta(target(tmp_path))
+    assert table.group_by("status").len().sort("status").rows() == [("new", 1000), ("paid", 1000), ("sent", 1000)]
+    types = {field.name: str(field.type) for field in DeltaTable(target(tmp_path)).schema().fields}
+    assert (types["status"], types["unknown"]) == ('PrimitiveType("string")', 'PrimitiveType("void")')
+
+
 def test_a_full_load_the_transforms_filter_to_nothing_writes_nothing(tmp_path: Path) -> None:
     path = metadata(tmp_path)
     document = json.loads(path.read_text())
