@@ -116,11 +116,16 @@ class BatchStream:
 def arrow_exportable(frame: pl.DataFrame) -> Any:
     """``frame`` as delta-rs 1.6.6 can read it through the Arrow C stream interface.
 
-    Polars' own stream (``frame`` itself) spares loading pyarrow (~50 ms a process), except for two
-    kinds of column delta-rs cannot take from it: a Categorical (its ``Utf8View`` dictionary panics
-    the parquet writer) and a Null column (refused by the C data interface). Such a frame goes
-    through ``to_arrow()``, which delta-rs writes as ``string`` and ``void`` columns.
+    Delta has no categorical type: Categorical and Enum columns are written as their values
+    (``string``; delta-rs panics on a Categorical's ``Utf8View`` dictionary and refuses an Enum).
+    Polars' own stream (``frame`` itself) spares loading pyarrow (~50 ms a process), except for the
+    columns delta-rs cannot take from it: a Null column (refused by the C data interface) and a
+    Categorical inside a list or struct. Such a frame goes through ``to_arrow()``, which delta-rs
+    writes as ``void`` and ``string`` columns.
     """
+    textual = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Categorical | pl.Enum)]
+    if textual:
+        frame = frame.with_columns(pl.col(textual).cast(pl.String))
     if any(_needs_pyarrow(dtype) for dtype in frame.schema.values()):
         return frame.to_arrow()
     return frame

@@ -110,7 +110,7 @@ def test_app_transactions_survive_schema_overwrite_and_other_writers(tmp_path: P
 
 
 @pytest.mark.parametrize("load_type", ["append", "overwrite", "merge_upsert"])
-def test_categorical_and_null_columns_are_written_as_before(tmp_path: Path, load_type: str) -> None:
+def test_categorical_enum_and_null_columns_are_written(tmp_path: Path, load_type: str) -> None:
     # Frames reach delta-rs as Polars' Arrow C stream, except these: a Categorical's Utf8View dictionary
     # panics delta-rs 1.6.6's parquet writer and a Null column is refused by the C data interface
     # (a parquet file written by Polars from a Categorical column reads back as one)
@@ -119,6 +119,7 @@ def test_categorical_and_null_columns_are_written_as_before(tmp_path: Path, load
         {
             "id": [1, 2],
             "c": pl.Series(["a", None], dtype=pl.Categorical),
+            "e": pl.Series(["x", "y"], dtype=pl.Enum(["x", "y"])),
             "nothing": pl.Series([None, None], dtype=pl.Null),
             "nested": pl.Series([{"c": "x"}, None], dtype=pl.Struct({"c": pl.Categorical})),
             "many": pl.Series([["y"], []], dtype=pl.List(pl.Categorical)),
@@ -128,10 +129,10 @@ def test_categorical_and_null_columns_are_written_as_before(tmp_path: Path, load
         WRITER.write(frame, dest, marker=marker(sequence))
     table = read_table(dest.path).sort("id")
     assert table.height == (4 if load_type == "append" else 2)
-    rows = table.select("id", "c", "nested", "many").unique("id", keep="first", maintain_order=True)
-    assert rows.rows() == [(1, "a", {"c": "x"}, ["y"]), (2, None, None, [])]
+    rows = table.select("id", "c", "e", "nested", "many").unique("id", keep="first", maintain_order=True)
+    assert rows.rows() == [(1, "a", "x", {"c": "x"}, ["y"]), (2, None, "y", None, [])]
     types = {field.name: str(field.type) for field in DeltaTable(str(dest.path)).schema().fields}
-    assert (types["c"], types["nothing"]) == ('PrimitiveType("string")', 'PrimitiveType("void")')
+    assert (types["c"], types["e"], types["nothing"]) == ('PrimitiveType("string")',) * 2 + ('PrimitiveType("void")',)
 
 
 def test_commit_carries_marker_metadata(tmp_path: Path) -> None:

@@ -252,7 +252,7 @@ def test_a_full_load_counts_the_rows_it_streams(tmp_path: Path) -> None:
     assert pl.read_delta(target(tmp_path)).height == 1500
 
 
-def test_a_streamed_load_of_categorical_and_null_columns_writes_strings_and_void(tmp_path: Path) -> None:
+def test_a_streamed_load_of_categorical_enum_and_null_columns_writes_strings_and_void(tmp_path: Path) -> None:
     # a parquet file written by Polars from a Categorical column reads back as one; delta-rs 1.6.6
     # panicked on its Utf8View dictionary mid-stream ("cannot downcast Utf8View dictionary value")
     path = metadata(tmp_path)
@@ -263,6 +263,7 @@ def test_a_streamed_load_of_categorical_and_null_columns_writes_strings_and_void
             {
                 "order_id": range(3000),
                 "status": pl.Series(["new", "paid", "sent"] * 1000, dtype=pl.Categorical),
+                "size": pl.Series(["S", "M", "L"] * 1000, dtype=pl.Enum(["S", "M", "L"])),
                 "unknown": pl.Series([None] * 3000, dtype=pl.Null),
             }
         ),
@@ -272,7 +273,10 @@ def test_a_streamed_load_of_categorical_and_null_columns_writes_strings_and_void
     table = pl.read_delta(target(tmp_path))
     assert table.group_by("status").len().sort("status").rows() == [("new", 1000), ("paid", 1000), ("sent", 1000)]
     types = {field.name: str(field.type) for field in DeltaTable(target(tmp_path)).schema().fields}
-    assert (types["status"], types["unknown"]) == ('PrimitiveType("string")', 'PrimitiveType("void")')
+    assert (types["status"], types["size"], types["unknown"]) == ('PrimitiveType("string")',) * 2 + (
+        'PrimitiveType("void")',
+    )
+    assert table["size"].value_counts().sort("size").rows() == [("L", 1000), ("M", 1000), ("S", 1000)]
 
 
 def test_a_full_load_the_transforms_filter_to_nothing_writes_nothing(tmp_path: Path) -> None:
