@@ -12,8 +12,8 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -50,6 +50,19 @@ def console_entry(*argv: str, exit_code: int) -> str:
     )
 
 
+def write_metadata(folder: Path, source: dict[str, Any], destination: dict[str, Any]) -> None:
+    """``folder/metadata.json``: one dataflow ``orders`` from ``source`` to ``destination``.
+
+    Connections: ``landing`` (parquet files under ``./landing``) and ``lake`` (Delta tables under ``./lake``).
+    """
+    connections = [
+        {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
+        {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
+    ]
+    dataflow = {"name": "orders", "source": source, "destination": destination}
+    (folder / "metadata.json").write_text(json.dumps({"connections": connections, "dataflows": [dataflow]}))
+
+
 def test_import_datacoolie_core_loads_nothing_heavy() -> None:
     assert loaded_after("import datacoolie_core") == []
 
@@ -70,22 +83,10 @@ def test_the_models_load_pydantic_only() -> None:
 
 def test_validate_without_sql_loads_no_engine(tmp_path: Path) -> None:
     # a metadata file without SQL expressions or queries: validating it needs no Polars or sqlglot
-    (tmp_path / "metadata.json").write_text(
-        json.dumps(
-            {
-                "connections": [
-                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
-                    {"name": "bronze", "format": "delta", "configure": {"base_path": "./bronze"}},
-                ],
-                "dataflows": [
-                    {
-                        "name": "orders",
-                        "source": {"connection_name": "landing", "table": "orders"},
-                        "destination": {"connection_name": "bronze", "table": "orders", "load_type": "append"},
-                    }
-                ],
-            }
-        )
+    write_metadata(
+        tmp_path,
+        {"connection_name": "landing", "table": "orders"},
+        {"connection_name": "lake", "table": "orders", "load_type": "append"},
     )
     code = console_entry("validate", "metadata.json", exit_code=0)
     assert loaded_after(code, cwd=tmp_path) == ["pydantic"]  # PyYAML only for a YAML file
@@ -105,22 +106,10 @@ def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster_no_pyarrow(tmp_pat
 
     (tmp_path / "landing" / "sales" / "orders").mkdir(parents=True)
     pl.DataFrame({"id": [1, 2]}).write_parquet(tmp_path / "landing" / "sales" / "orders" / "part-0.parquet")
-    (tmp_path / "metadata.json").write_text(
-        json.dumps(
-            {
-                "connections": [
-                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
-                    {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
-                ],
-                "dataflows": [
-                    {
-                        "name": "orders",
-                        "source": {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
-                        "destination": {"connection_name": "lake", "table": "orders", "load_type": "append"},
-                    }
-                ],
-            }
-        )
+    write_metadata(
+        tmp_path,
+        {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
+        {"connection_name": "lake", "table": "orders", "load_type": "append"},
     )
     code = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     loaded = loaded_after(code, cwd=tmp_path)
@@ -136,37 +125,15 @@ def test_a_merge_run_loads_no_sql_parser(tmp_path: Path, load_type: str) -> None
     import polars as pl
 
     (tmp_path / "landing" / "orders").mkdir(parents=True)
-    day = datetime(2024, 1, 1)
-    pl.DataFrame({"id": [1, 2], "v": ["a", "b"], "at": [day, day]}).write_parquet(
-        tmp_path / "landing" / "orders" / "part-0.parquet"
+    pl.DataFrame({"id": [1, 2], "v": ["a", "b"]}).write_parquet(tmp_path / "landing" / "orders" / "part-0.parquet")
+    write_metadata(
+        tmp_path,
+        {"connection_name": "landing", "table": "orders"},
+        {"connection_name": "lake", "table": "orders", "load_type": load_type, "merge_keys": ["id"]},
     )
-    destination = {
-        "connection_name": "lake",
-        "table": "orders",
-        "load_type": load_type,
-        "merge_keys": ["id"],
-        "configure": {"scd2_effective_column": "at"} if load_type == "scd2" else {},
-    }
-    (tmp_path / "metadata.json").write_text(
-        json.dumps(
-            {
-                "connections": [
-                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
-                    {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
-                ],
-                "dataflows": [
-                    {"name": "orders", "source": {"connection_name": "landing", "table": "orders"},
-                     "destination": destination}
-                ],
-            }
-        )
-    )  # fmt: skip
     run = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # creates the table
-    later = datetime(2024, 1, 2)
-    pl.DataFrame({"id": [2, 3], "v": ["B", "c"], "at": [later, later]}).write_parquet(
-        tmp_path / "landing" / "orders" / "part-0.parquet"
-    )
+    pl.DataFrame({"id": [2, 3], "v": ["B", "c"]}).write_parquet(tmp_path / "landing" / "orders" / "part-0.parquet")
     assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # merges into it
     table = pl.read_delta(str(tmp_path / "lake" / "orders"))
     assert sorted(table.select("id", "v").iter_rows()) == [(1, "a"), (2, "B"), (3, "c")]
@@ -177,19 +144,10 @@ def test_reading_a_delta_table_past_a_watermark_loads_no_sql_parser(tmp_path: Pa
     import polars as pl
 
     pl.DataFrame({"id": [1, 2, 3], "ts": [1, 2, 3]}).write_delta(str(tmp_path / "lake" / "orders"))
-    (tmp_path / "metadata.json").write_text(
-        json.dumps(
-            {
-                "connections": [{"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}}],
-                "dataflows": [
-                    {
-                        "name": "orders",
-                        "source": {"connection_name": "lake", "table": "orders", "watermark_columns": ["ts"]},
-                        "destination": {"connection_name": "lake", "table": "orders_copy", "load_type": "append"},
-                    }
-                ],
-            }
-        )
+    write_metadata(
+        tmp_path,
+        {"connection_name": "lake", "table": "orders", "watermark_columns": ["ts"]},
+        {"connection_name": "lake", "table": "orders_copy", "load_type": "append"},
     )
     run = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # the first run: no watermark yet
