@@ -197,8 +197,8 @@ def read_history(table: DeltaTable, batch: pl.DataFrame, keys: Sequence[str]) ->
 
 def _create(frame: delta.Rows, target: DeltaTarget) -> DestinationRuntimeInfo:
     """D-05: the first write creates the table from the batch (partitioned), as version 0."""
-    table = delta.create_table(target.path, frame, partition_by=target.partition_by, marker=target.marker)
-    return delta.write_metrics(table)
+    delta.create_table(target.path, frame, partition_by=target.partition_by, marker=target.marker)
+    return delta.created_metrics(target.path)
 
 
 LOAD_STRATEGIES: dict[str, Strategy] = {

@@ -66,6 +66,7 @@ from datacoolie_core.sources.remote_files import (
 )
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
+from datacoolie_core.transforms.system_columns import utc_literal
 
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
               "excel": ".xlsx"}  # fmt: skip
@@ -313,7 +314,7 @@ def _tag(lf: pl.LazyFrame, info: FileInfo) -> pl.LazyFrame:
     return lf.with_columns(
         pl.lit(info.name, dtype=pl.String).alias(FILE_NAME),
         pl.lit(info.path, dtype=pl.String).alias(FILE_PATH),
-        pl.lit(info.modified, dtype=_MTIME_DTYPE).alias(FILE_MODIFICATION_TIME),
+        utc_literal(info.modified).alias(FILE_MODIFICATION_TIME),
     )
 
 

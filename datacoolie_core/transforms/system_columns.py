@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 
 import polars as pl
 
@@ -11,6 +11,18 @@ from datacoolie_core.transforms.base import TransformContext
 from datacoolie_core.transforms.resolve import reserved_match
 
 UTC_MICROS = pl.Datetime("us", "UTC")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def utc_literal(value: datetime) -> pl.Expr:
+    """``value`` as a ``Datetime("us", "UTC")`` literal; a naive value is taken as UTC.
+
+    Built from its epoch microseconds: ``pl.lit(value, dtype=UTC_MICROS)`` builds a Series and
+    runs two one-row queries to attach the zone (~0.2 ms, paid per file and per dataflow).
+    """
+    aware = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return pl.lit((aware - _EPOCH) // _MICROSECOND, dtype=pl.Int64).cast(UTC_MICROS)
 
 
 class SystemColumnAdder:
@@ -26,8 +38,7 @@ class SystemColumnAdder:
     order = 70
 
     def apply(self, frame: pl.LazyFrame, ctx: TransformContext) -> tuple[pl.LazyFrame, str | None]:
-        run_time = ctx.run_time if ctx.run_time.tzinfo else ctx.run_time.replace(tzinfo=UTC)
-        stamp = pl.lit(run_time.astimezone(UTC), dtype=UTC_MICROS)
+        stamp = utc_literal(ctx.run_time)
         frame = frame.drop([name for name in frame.collect_schema().names() if reserved_match(name, SYSTEM_COLUMNS)])
         frame = frame.with_columns(
             stamp.alias(CREATED_AT),

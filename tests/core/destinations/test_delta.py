@@ -173,6 +173,17 @@ def test_write_metrics_come_from_the_commit(tmp_path: Path) -> None:
     assert second.operation_type == "overwrite"
 
 
+def test_a_new_tables_metrics_come_from_its_first_commit_file(tmp_path: Path) -> None:
+    # create_table does not open the new table again: its metrics are read from version 0's file,
+    # found from the path as written (a space and all), so its bytes are known (a history entry has none)
+    dest = make_destination(tmp_path / "a lake", load_type="append", partition_columns=["region"])
+    info = WRITER.write(pl.DataFrame({"id": [1, 2, 3], "region": ["eu", "us", "eu"]}), dest, marker=marker(1))
+    files = sorted(Path(str(dest.path)).rglob("*.parquet"))
+    assert (info.table_version, info.rows_written, info.rows_inserted, info.files_added) == (0, 3, 3, 2)
+    assert info.bytes_added == sum(f.stat().st_size for f in files) > 0
+    assert DeltaTable(str(dest.path)).transaction_version(APP) == 1
+
+
 def test_a_concurrent_commit_is_a_transient_conflict(tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     write_deltalake(path, pl.DataFrame({"id": [1], "v": ["a"]}).to_arrow())

@@ -64,6 +64,9 @@ def test_every_load_strategy_writes_an_s3_delta_table(
     lake.land("sales/orders", "a", orders([1, 2], [10, 20], region=["eu", "us"]))
     code, (row,) = lake.run(capsys)
     assert (code, row["status"]) == (0, "succeeded"), row["error_message"]
+    created = row["destination"]  # the new table's metrics: from its history on S3, not a local commit file
+    files = 2 if strategy == "partitioned" else 1
+    assert (created["table_version"], created["rows_written"], created["files_added"]) == (0, 2, files)
     table = lake.table("silver", "orders")
     assert minutes(table, *columns) == after_load_1
     # load 2 — order 2 updated, order 3 new: only the new file's rows are past the watermark

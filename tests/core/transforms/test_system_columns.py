@@ -7,6 +7,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from datacoolie_core.transforms import SystemColumnAdder, TransformContext
+from datacoolie_core.transforms.system_columns import utc_literal
 
 from .conftest import RUN_ID, make_dataflow
 
@@ -56,3 +57,20 @@ def test_empty_frame_keeps_typed_columns() -> None:
     }
     assert out.schema == pl.Schema(expected)
     assert out.height == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "instant"),
+    [
+        (datetime(2026, 3, 2, 8, 15, 1, 999999, tzinfo=UTC), datetime(2026, 3, 2, 8, 15, 1, 999999)),
+        (datetime(2026, 3, 2, 10, 15, tzinfo=timezone(timedelta(hours=2))), datetime(2026, 3, 2, 8, 15)),
+        (datetime(1969, 12, 31, 23, 59, 59, 1), datetime(1969, 12, 31, 23, 59, 59, 1)),
+    ],
+    ids=["utc-last-microsecond", "other-zone-converted", "naive-before-the-epoch"],
+)
+def test_utc_literal_is_the_instant_in_utc_microseconds(value: datetime, instant: datetime) -> None:
+    # Built from epoch microseconds (cheaper than pl.lit(datetime)): same dtype, same instant
+    out = pl.select(utc_literal(value).alias("at"))
+
+    assert out.schema == pl.Schema({"at": UTC_US})
+    assert out.item() == instant.replace(tzinfo=UTC)
