@@ -247,7 +247,9 @@ def test_a_code_location_of_copies_loads_no_engine(tmp_path: Path) -> None:
         "assert len(list(defs.get_repository_def().asset_graph.get_all_asset_keys())) == 3\n"
     )
     loaded = loaded_after(code, cwd=tmp_path)
-    assert [m for m in loaded if m in ("polars", "sqlglot", "sqlglot.optimizer", "deltalake", "pyarrow", "pandas")] == []
+    assert [
+        m for m in loaded if m in ("polars", "sqlglot", "sqlglot.optimizer", "deltalake", "pyarrow", "pandas")
+    ] == []
 
 
 def test_the_file_formats_known_without_polars_are_the_file_readers() -> None:
