@@ -204,3 +204,58 @@ def test_registry_builds_each_entry_once_and_shares_equal_entries() -> None:
     assert str(registry["c"]) == "3/4"
     with pytest.raises(KeyError):
         registry["d"]
+
+
+def test_a_code_location_of_copies_loads_no_engine(tmp_path: Path) -> None:
+    # a code server that serves the UI never reads or writes a table: Polars, deltalake, pyarrow and
+    # sqlglot load with the first sensor tick, run or check (~0.3 CPU s of every code-server start)
+    (tmp_path / "metadata.json").write_text(
+        json.dumps(
+            {
+                "connections": [
+                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
+                    {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
+                ],
+                "dataflows": [
+                    {
+                        "name": "orders",
+                        "stage": "bronze",
+                        "source": {"connection_name": "landing", "table": "orders", "watermark_columns": ["ts"]},
+                        "destination": {"connection_name": "lake", "table": "orders", "load_type": "append"},
+                    },
+                    {
+                        "name": "orders_merged",
+                        "stage": "silver",
+                        "source": {"connection_name": "lake", "table": "orders"},
+                        "destination": {
+                            "connection_name": "lake",
+                            "table": "orders_merged",
+                            "load_type": "merge_upsert",
+                            "merge_keys": ["id"],
+                            "partition_columns": [{"column": "day"}],
+                        },
+                        "configure": {
+                            "dagster": {"partitions": {"start": "2026-01-01", "chunk_interval": {"days": 1}}}
+                        },
+                    },
+                ],
+            }
+        )
+    )
+    code = (
+        "import dagster\n"
+        "from datacoolie_dagster import build_definitions\n"
+        "defs = build_definitions('metadata.json', state_base_path='state')\n"
+        "assert len(list(defs.get_repository_def().asset_graph.get_all_asset_keys())) == 3\n"
+    )
+    loaded = loaded_after(code, cwd=tmp_path)
+    assert [
+        m for m in loaded if m in ("polars", "sqlglot", "sqlglot.optimizer", "deltalake", "pyarrow", "pandas")
+    ] == []
+
+
+def test_the_file_formats_known_without_polars_are_the_file_readers() -> None:
+    from datacoolie_core.sources import FILE_FORMATS
+    from datacoolie_core.sources.file import EXTENSIONS
+
+    assert set(FILE_FORMATS) == set(EXTENSIONS)

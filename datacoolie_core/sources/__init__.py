@@ -31,15 +31,12 @@ if TYPE_CHECKING:
     from datacoolie_core.sources.iceberg import IcebergReader
 
 _FILE_READER = "datacoolie_core.sources.file:FileReader"
+FILE_FORMATS = ("parquet", "csv", "json", "jsonl", "avro", "excel")
+"""The formats the ``FileReader`` reads (``file.EXTENSIONS`` maps them to extensions); known without loading Polars."""
 
 READERS: Mapping[str, Reader] = LazyRegistry(
     {
-        "parquet": _FILE_READER,
-        "csv": _FILE_READER,
-        "json": _FILE_READER,
-        "jsonl": _FILE_READER,
-        "avro": _FILE_READER,
-        "excel": _FILE_READER,
+        **dict.fromkeys(FILE_FORMATS, _FILE_READER),
         "delta": "datacoolie_core.sources.delta:DeltaReader",
         "sql": "datacoolie_core.sources.database:DatabaseReader",
         "function": "datacoolie_core.sources.function:FunctionReader",
@@ -83,6 +80,7 @@ __getattr__, __dir__ = lazy_exports(
 )
 
 __all__ = [
+    "FILE_FORMATS",
     "READERS",
     "ApiReader",
     "UNSUPPORTED",

@@ -15,6 +15,7 @@ reading the data:
   endpoint as a first run reads it (every page up to ``max_pages``, no stored watermark): an API has
   no cheaper "has anything changed" call in general, so this costs one full read per evaluation.
 
+Which sources are sensed is decided at load by :mod:`.sensing` (no reader loaded there).
 Function sources, Iceberg queries (and Delta queries whose tables cannot be parsed) have no fingerprint: they are
 not sensed. A source that cannot be read raises :class:`SourceError` naming it.
 """
@@ -42,23 +43,8 @@ from datacoolie_core.sources.database import connect, driver_errors, get_dialect
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import identifier, parse_query, table_query
+from datacoolie_dagster.automation.sensing import Fingerprint, ref_name
 from datacoolie_dagster.location.tables import SourceRef
-
-Fingerprint = dict[str, Any]
-"""JSON-able; equal fingerprints mean "no new data"."""
-
-
-def is_sensable(dataflow: DataFlow, refs: Sequence[SourceRef]) -> bool:
-    """Whether :func:`fingerprint_source` can fingerprint ``dataflow``'s external ``refs``."""
-    source = dataflow.source
-    fmt = source.connection.format or ""
-    if not refs or source.python_function:
-        return False
-    if fmt == "delta":
-        return all(ref.path for ref in refs)
-    if fmt == "iceberg":
-        return bool(source.table) and not source.query
-    return fmt in EXTENSIONS or fmt in ("sql", "api")
 
 
 def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerprint:
@@ -83,22 +69,6 @@ def fingerprint_source(dataflow: DataFlow, refs: Sequence[SourceRef]) -> Fingerp
 
         return {"iceberg_snapshots": current_snapshots(dataflow.source)}
     raise SourceError(f"{label}: format '{fmt}' has no cheap fingerprint; it cannot be sensed")
-
-
-def has_data(fingerprint: Fingerprint) -> bool:
-    """Whether the fingerprinted source holds anything to load."""
-    if "delta_versions" in fingerprint:
-        return True  # the table exists (a missing one raised); version 0 may hold rows
-    if "files" in fingerprint:
-        return bool(fingerprint["files"])
-    if "iceberg_snapshots" in fingerprint:
-        return any(snapshot is not None for snapshot in fingerprint["iceberg_snapshots"].values())
-    return bool(fingerprint.get("rows"))
-
-
-def ref_name(ref: SourceRef) -> str:
-    """The key of ``ref`` in a Delta fingerprint's ``delta_versions``."""
-    return os.path.normpath(ref.path or "")
 
 
 def _delta_version(ref: SourceRef, label: str) -> int:

@@ -37,16 +37,14 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import polars as pl
 
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
-from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.errors import SourceError
-from datacoolie_dagster.automation.observations import is_sensable
+from datacoolie_dagster.automation.sensing import is_sensable, senses_partitions
 from datacoolie_dagster.automation.sensors import (
     AUTOMATED_TAG,
     TRIGGER_TAG,
@@ -54,11 +52,14 @@ from datacoolie_dagster.automation.sensors import (
     parse_cursor,
     triggers_enabled,
 )
-from datacoolie_dagster.automation.source_changes import Grain, read_change, senses_partitions
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.partitions import TablePartitioning, contiguous_chunks
 from datacoolie_dagster.location.tables import SourceRef, source_refs
-from datacoolie_dagster.location.touched import column_window_spec, partition_rows
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from datacoolie_dagster.automation.source_changes import Grain
 
 PARTITION_SENSOR_NAME = "datacoolie_partitions"
 REPLAYABLE_LOAD_TYPES = frozenset({"merge_upsert", "merge_overwrite", "scd2"})
@@ -205,6 +206,9 @@ def evaluate_partitions(
 
 
 def _table_change(table: PartitionedTable, seen: dict[str, Any], skipped: list[int]) -> tuple[set[str], dict[str, Any]]:
+    # the readers (Polars, deltalake, sqlglot) load with the first evaluation, not with the code location
+    from datacoolie_dagster.automation.source_changes import read_change
+
     partitioning = table.partitioning
 
     keys: set[str] = set()
@@ -234,6 +238,11 @@ def partition_keys(partitioning: TablePartitioning, column: str, values: pl.Seri
     Raises:
         SourceError: values that are not dates or datetimes (integers for an integer ``step`` range).
     """
+    import polars as pl
+
+    from datacoolie_core.destinations.touched import touched_windows
+    from datacoolie_dagster.location.touched import column_window_spec, partition_rows
+
     values = _parsed(values)
     if values.null_count() == len(values):  # nothing new, or only nulls (a Null-typed series has no windows)
         return set(), len(values)
@@ -277,6 +286,8 @@ def partition_run_requests(
 
 def _parsed(values: pl.Series) -> pl.Series:
     """Text (a CSV column, a SQLite bucket) parsed as datetimes; other types as they are."""
+    import polars as pl
+
     if values.dtype != pl.String:
         return values
     try:

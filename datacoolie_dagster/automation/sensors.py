@@ -45,7 +45,7 @@ import dagster as dg
 
 from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
-from datacoolie_dagster.automation.observations import Fingerprint, fingerprint_source, has_data, is_sensable, ref_name
+from datacoolie_dagster.automation.sensing import Fingerprint, has_data, is_sensable, ref_name
 from datacoolie_dagster.constants import AUTOMATED, NAMESPACE, TRIGGER
 from datacoolie_dagster.dagster_internal import DATA_VERSION_TAG
 from datacoolie_dagster.location.assets import TableAsset
@@ -186,6 +186,9 @@ def evaluate_sources(
     Raises:
         SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
     """
+    # the fingerprint readers (deltalake, sqlglot, Polars) load with the first evaluation, not with the code location
+    from datacoolie_dagster.automation.observations import fingerprint_source
+
     previous = parse_cursor(cursor, sensor_name)
     state = {t.name: previous[t.name] for t in sensed if t.name in previous}  # forget unsensed tables
     changed: list[tuple[SensedTable, dict[str, Fingerprint]]] = []

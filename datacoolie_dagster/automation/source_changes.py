@@ -41,10 +41,10 @@ from datacoolie_dagster.automation.observations import (
     files_fingerprint,
     jsonable,
     open_delta,
-    ref_name,
     source_files,
     source_query,
 )
+from datacoolie_dagster.automation.sensing import ref_name
 from datacoolie_dagster.location.tables import SourceRef
 
 KeysOf = Callable[[pl.Series], set[str]]
@@ -60,14 +60,6 @@ _MYSQL_BUCKETS = {"minute": "%Y-%m-%d %H:%i:00", "hour": "%Y-%m-%d %H:00:00", "d
 """Never coarser than an hour, as PostgreSQL's: Python maps the hours to windows in the partitions' zone."""
 _SQLITE_BUCKETS = {"minute": "%Y-%m-%d %H:%M:00", "hour": "%Y-%m-%d %H:00:00", "day": "%Y-%m-%d",
                    "month": "%Y-%m-01"}  # fmt: skip
-
-
-def senses_partitions(dataflow: DataFlow) -> bool:
-    """Whether :func:`read_change` can map ``dataflow``'s new source data to partitions (its format's
-    changes carry their window values: Delta versions, files, database rows; not API or Iceberg sources,
-    which the source sensor fingerprints as a whole)."""
-    fmt = dataflow.source.connection.format or ""
-    return fmt in ("delta", "sql") or fmt in EXTENSIONS
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,12 @@ it wrote nothing (they then judge the table as it stands).
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from datacoolie_core import DataFlow, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
-from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, WINDOW
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.column_lineage import TableColumns
@@ -38,6 +37,9 @@ from datacoolie_dagster.location.tables import (
     writer_rounds,
 )
 from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
+
+if TYPE_CHECKING:
+    from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 RESOURCE_KEY = "datacoolie"
 CODE_VERSION_TAG = "dagster/code_version"
@@ -232,7 +234,7 @@ def _run_partitions(
 
 
 def _run_partition(
-    driver: DataCoolieDriver,
+    driver: "DataCoolieDriver",
     selected: Sequence[TableAsset],
     partitioning: TablePartitioning,
     partition_key: str,
@@ -292,7 +294,7 @@ def _selected_checks(
     ]
 
 
-def _stored(driver: DataCoolieDriver, table: DestinationTable) -> dict[str, Any]:
+def _stored(driver: "DataCoolieDriver", table: DestinationTable) -> dict[str, Any]:
     """The watermarks now stored for every dataflow of ``table`` (also those that did not run)."""
     manager = driver.watermark_manager
     return {i: manager.get_watermark(i) if manager else None for i in table.dataflow_ids}

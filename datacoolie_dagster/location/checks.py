@@ -20,19 +20,19 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import polars as pl
 
 from datacoolie_core.columns import IS_CURRENT
 from datacoolie_core.errors import WatermarkError
 from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options, is_object_store, table_uri
-from datacoolie_core.transforms.resolve import final_names
 from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_dagster.constants import MAX_WATERMARK_LAG
 from datacoolie_dagster.location.freshness import format_duration, watermark_ages
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from datacoolie_dagster.location.assets import TableAsset
 
 UNIQUE_KEYS = "unique_merge_keys"
@@ -175,6 +175,8 @@ def _unique_keys(asset: TableAsset) -> dg.AssetCheckResult:
     on the extended keys, a duplicate business key all the same. The check counts declared keys and
     names, for a duplicated key, the partitions it lives in.
     """
+    import polars as pl  # the checks run in a step: a code server never loads Polars for them
+
     destination = asset.table.first.destination
     path = table_uri(destination.path or "")
     if not _table_exists(path):
@@ -216,6 +218,10 @@ def _table_exists(path: str) -> bool:
 def _keyed_rows(destination: Destination, path: str) -> tuple[pl.LazyFrame, list[str], list[str]]:
     """The rows the keys must be unique in (scd2: current ones), the declared keys and the partition
     columns not among them, spelled as the table has them."""
+    import polars as pl
+
+    from datacoolie_core.transforms.resolve import final_names
+
     frame = pl.scan_delta(path, storage_options=delta_storage_options(path))
     names = frame.collect_schema().names()
     # metadata may name raw source columns; the table has the sanitized names (the resource runs in lower mode)
@@ -232,6 +238,8 @@ MAX_EXAMPLES = 5
 
 def _duplicate_keys(frame: pl.LazyFrame, keys: list[str], partitions: list[str]) -> pl.DataFrame:
     """One row per duplicated key: the key, its row count and, per partition column, its sorted values."""
+    import polars as pl
+
     return (
         frame.group_by(keys)
         .agg(pl.len().alias("rows"), *(pl.col(p).unique().sort().alias(p) for p in partitions))
@@ -243,6 +251,8 @@ def _duplicate_keys(frame: pl.LazyFrame, keys: list[str], partitions: list[str])
 
 def _duplicates_description(duplicates: pl.DataFrame, keys: list[str], partitions: list[str]) -> str:
     """Which keys are duplicated, where, and why (a moved partition value, or a true duplicate)."""
+    import polars as pl
+
     moved = duplicates.filter(pl.any_horizontal([pl.col(p).list.len() > 1 for p in partitions])) if partitions else None
     lines = [f"{duplicates.height} value(s) of the merge keys ({', '.join(keys)}) occur in more than one row:"]
     for row in duplicates.head(MAX_EXAMPLES).iter_rows(named=True):

@@ -21,9 +21,9 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import dagster as dg
-from sqlglot import exp
 
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import (
@@ -39,11 +39,10 @@ from datacoolie_core.columns import (
     VALID_TO,
 )
 from datacoolie_core.errors import TransformError
-from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError, column_names, parse_expression
-from datacoolie_core.transforms.base import ColumnNameMode
-from datacoolie_core.transforms.column_names import sanitize_name, trailing_order
-from datacoolie_core.transforms.resolve import find_column
 from datacoolie_dagster.location.tables import SourceRef, query_tables, source_refs
+
+if TYPE_CHECKING:
+    from datacoolie_core.transforms.base import ColumnNameMode
 
 MODE: ColumnNameMode = "lower"
 """The resource's ``column_name_mode``: the written table's names."""
@@ -60,6 +59,14 @@ _FRAMEWORK_TYPES = {
     "__file_path": ("string", "framework: the source file's path"),
     "__file_modification_time": ("timestamp", "framework: the source file's modification time (UTC)"),
 }
+
+
+def sanitize_name(name: str, mode: ColumnNameMode) -> str:
+    """Core's ``sanitize_name``."""
+    # core's column naming imports Polars: it loads with the first transform, not with a code location of copies
+    from datacoolie_core.transforms.column_names import sanitize_name as sanitize
+
+    return sanitize(name, mode)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +137,8 @@ class _Frame:
 
     def find(self, name: str) -> str | None:
         try:
+            from datacoolie_core.transforms.resolve import find_column  # Polars, as sanitize_name
+
             return find_column(list(self.columns), name, MODE)
         except TransformError:  # ambiguous: the run will say so; the catalog does not guess
             return None
@@ -163,6 +172,8 @@ def table_columns(dataflows: Sequence[DataFlow], key_of: KeyOf) -> TableColumns:
             into.notes = list(dict.fromkeys([*into.notes, *col.notes]))
     if not merged:  # plain copies (most tables): one shared empty mapping, no garbage-collected dict each
         return TableColumns(_NO_COLUMNS, False, tuple(dict.fromkeys(k for _, keys in plans for k in keys or ())))
+    from datacoolie_core.transforms.column_names import trailing_order  # Polars, as sanitize_name
+
     names = trailing_order(list(merged))
     columns = {n: Column(tuple(merged[n].deps), merged[n].type, "; ".join(merged[n].notes) or None) for n in names}
     passthrough = tuple(dict.fromkeys(k for _, keys in plans for k in keys or ()))
@@ -235,6 +246,8 @@ def _query_frame(query: str, refs: Sequence[SourceRef], key_of: KeyOf) -> tuple[
     by_table = {(s.lower() if s else None, t.lower()): key_of(r) for (s, t), r in zip(tables, refs, strict=True)}
     from sqlglot.lineage import lineage  # with sqlglot's optimizer: loaded for query sources only
 
+    from datacoolie_core.sql.parse import READ_DIALECT
+
     try:
         outputs = lineage(None, query, schema={}, dialect=READ_DIALECT)
     except Exception:  # lineage is catalog information: a query sqlglot cannot trace still loads
@@ -261,6 +274,8 @@ def _query_frame(query: str, refs: Sequence[SourceRef], key_of: KeyOf) -> tuple[
 
 
 def _table_of(node: object) -> tuple[str | None, str] | None:
+    from sqlglot import exp
+
     if not isinstance(node, exp.Table):
         return None  # a literal or COUNT(*): no source column
     return (node.db.lower() or None, node.name.lower())
@@ -386,6 +401,10 @@ def _expression(sql: str) -> tuple[tuple[str, ...], str | None]:
     Parsed once per text (a table uses its expressions for lineage and type; parsing dominates the
     cost of a table's columns at load). The model validated it already: unparsable is unknown here.
     """
+    from sqlglot import exp  # with the first expression: a code location of copies never parses SQL
+
+    from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError, column_names, parse_expression
+
     try:
         node = parse_expression(sql)
     except SqlExpressionError:

@@ -21,7 +21,7 @@ whichever way the work ran.
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -30,7 +30,6 @@ from datacoolie_core.cli.progress import describe
 from datacoolie_core.metadata.selection import normalize_names
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.distributor import JobDistributor
-from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
@@ -40,6 +39,9 @@ from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
 from datacoolie_dagster.location.touched import window_specs
+
+if TYPE_CHECKING:
+    from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
 PLAN_OP = "datacoolie_shards"
@@ -266,7 +268,7 @@ def _tags(snapshot: MetadataSnapshot | None) -> dict[str, str] | None:
 
 
 def _run_in_lineage_order(
-    driver: DataCoolieDriver, dataflows: list[DataFlow], assets_by_dataflow: Mapping[str, TableAsset]
+    driver: "DataCoolieDriver", dataflows: list[DataFlow], assets_by_dataflow: Mapping[str, TableAsset]
 ) -> Iterator[list[DataFlowRuntimeInfo]]:
     """Run a shard level by level along the lineage, so a table is written before the shard reads it.
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from datacoolie_core import DataCoolieRunConfig
-from datacoolie_core.orchestration.driver import DataCoolieDriver
+
+if TYPE_CHECKING:
+    from datacoolie_core.orchestration.driver import DataCoolieDriver
 
 
 class DataCoolieResource(dg.ConfigurableResource):
@@ -46,6 +48,8 @@ class DataCoolieResource(dg.ConfigurableResource):
 
     def driver(self, **overrides: Any) -> DataCoolieDriver:
         """A driver over this resource's metadata; close it (``with``) when done."""
+        from datacoolie_core.orchestration.driver import DataCoolieDriver  # Polars, deltalake: with the first run
+
         return DataCoolieDriver(
             metadata_base_path=self.metadata_path,
             state_base_path=self.state_base_path,

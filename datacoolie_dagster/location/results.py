@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
-from deltalake import DeltaTable
-from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options, table_uri
@@ -52,6 +50,9 @@ def delta_table_metadata(path: str | None, columns: TableColumns | None = None) 
     """
     if not path:
         return {}
+    from deltalake import DeltaTable  # in the step that wrote: a code server never loads deltalake for it
+    from deltalake.exceptions import TableNotFoundError
+
     try:
         table = DeltaTable(table_uri(path), storage_options=delta_storage_options(path))
     except (TableNotFoundError, OSError):

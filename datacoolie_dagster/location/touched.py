@@ -21,16 +21,17 @@ import bisect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
-import polars as pl
 
 from datacoolie_core import DataFlow
-from datacoolie_core.destinations.touched import touched_windows
 from datacoolie_core.models.run_config import WindowSpec
 from datacoolie_core.models.runtime import TouchedWindows
 from datacoolie_dagster.location.partitions import TablePartitioning
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _GRAIN = {"years": "1mo", "months": "1mo", "weeks": "1d", "days": "1d", "hours": "1h", "minutes": "1m"}
 """Per partition unit, a window width that divides its partitions (in UTC)."""
@@ -106,6 +107,10 @@ def partition_rows_of_values(partitioning: TablePartitioning, dataflow: DataFlow
     Raises:
         ValueError: the dataflow names no window column, or the values' type has no windows.
     """
+    import polars as pl  # with the first values mapped (a sensor tick, a test): not with the code location
+
+    from datacoolie_core.destinations.touched import touched_windows
+
     spec = window_spec(partitioning, dataflow)
     if spec is None:
         raise ValueError(f"dataflow '{dataflow.name}' has no chunk_column or watermark column to partition by")

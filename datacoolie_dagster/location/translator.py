@@ -95,6 +95,9 @@ class DataCoolieTranslator:
         watermarks = sorted({c for d in table.dataflows for c in d.source.watermark_columns})
         if watermarks:
             metadata[constants.WATERMARK_COLUMNS] = watermarks
+        # what the IO manager reads the table with (``io_manager.with_reads`` adds them when an override drops them)
+        metadata[constants.FORMAT] = destination.connection.format or "delta"
+        metadata[constants.CONNECTION] = destination.connection.name
         return metadata
 
     def get_table_columns(self, data: DataCoolieTranslatorData) -> TableColumns | None:

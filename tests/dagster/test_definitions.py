@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import gc
 import importlib
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,32 @@ def test_the_build_pauses_the_cyclic_gc_and_restores_it(tmp_path: Path, enabled:
     assert seen  # the translator was asked
     assert not any(seen)  # paused while the specs were built
     assert (after_build, after_error) == (enabled, enabled)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_first_build_of_a_process_freezes_what_it_built(tmp_path: Path, enabled: bool) -> None:
+    # a fresh process: the test process has built definitions before
+    code = f"""
+import gc, json
+from datacoolie_dagster import build_definitions
+from datacoolie_dagster.example import EXAMPLE_DIR
+gc.enable() if {enabled} else gc.disable()
+counts = [gc.get_freeze_count()]
+for _ in range(2):
+    defs = build_definitions(EXAMPLE_DIR / "metadata.json", state_base_path={str(tmp_path)!r})
+    counts.append(gc.get_freeze_count())
+print(json.dumps([counts, gc.isenabled()]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    (before, first, second), still_enabled = json.loads(done.stdout.strip().splitlines()[-1])
+    assert still_enabled is enabled
+    if enabled:
+        assert before == 0 < first  # the definitions are out of the full collections' walk
+        # only once: a process building again freezes nothing more (the first definitions, replaced,
+        # are freed by reference counting)
+        assert second <= first
+    else:
+        assert before == first == second == 0  # a host that manages collection itself is left alone
 
 
 class _RecordingTranslator(DataCoolieTranslator):

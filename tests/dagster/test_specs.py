@@ -102,6 +102,23 @@ def test_spec_metadata_and_kinds(lake: Path) -> None:
     assert source.kinds == {"parquet"}
 
 
+class OwnMetadata(DataCoolieTranslator):
+    """Replaces the metadata, dropping what the IO manager reads the table with."""
+
+    def get_metadata(self, table: DestinationTable) -> dict[str, Any]:
+        return {"team": "sales"}
+
+
+def test_a_translator_dropping_the_read_metadata_still_gets_it(lake: Path) -> None:
+    spec = specs(definitions(lake, translator=OwnMetadata()))["silver/sales/orders"]
+    assert {k: v for k, v in spec.metadata.items() if "/column_" not in k} == {
+        "team": "sales",
+        "datacoolie/format": "delta",
+        "datacoolie/connection": "silver",
+        "dagster/io_manager_key": "datacoolie_io_manager",
+    }
+
+
 def _edit_dataflow(name: str, **changes: Any) -> Edit:
     def edit(document: dict[str, Any]) -> None:
         dataflow(document, name).update(changes)
