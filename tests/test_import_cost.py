@@ -99,9 +99,9 @@ def test_a_yaml_metadata_file_loads_pyyaml(tmp_path: Path) -> None:
 
 
 def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster_no_pyarrow(tmp_path: Path) -> None:
-    # parquet -> a new Delta table: predicates (sqlglot) are built only by merges, overwrites and reads
-    # past a watermark; the run observer plug-in stays light when no Dagster instance is configured;
-    # delta-rs takes the Polars frame as an Arrow C stream, so pyarrow (~50 ms) is never loaded
+    # parquet -> a new Delta table: sqlglot only for SQL the metadata holds; the run observer plug-in
+    # stays light when no Dagster instance is configured; delta-rs takes the Polars frame as an Arrow
+    # C stream, so pyarrow (~50 ms) is never loaded
     import polars as pl
 
     (tmp_path / "landing" / "sales" / "orders").mkdir(parents=True)
