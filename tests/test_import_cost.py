@@ -50,8 +50,8 @@ def console_entry(*argv: str, exit_code: int) -> str:
     )
 
 
-def write_metadata(folder: Path, source: dict[str, Any], destination: dict[str, Any]) -> None:
-    """``folder/metadata.json``: one dataflow ``orders`` from ``source`` to ``destination``.
+def write_metadata(folder: Path, *dataflows: dict[str, Any]) -> None:
+    """``folder/metadata.json`` with ``dataflows`` over two connections.
 
     Connections: ``landing`` (parquet files under ``./landing``) and ``lake`` (Delta tables under ``./lake``).
     """
@@ -59,8 +59,13 @@ def write_metadata(folder: Path, source: dict[str, Any], destination: dict[str, 
         {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
         {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
     ]
-    dataflow = {"name": "orders", "source": source, "destination": destination}
-    (folder / "metadata.json").write_text(json.dumps({"connections": connections, "dataflows": [dataflow]}))
+    (folder / "metadata.json").write_text(json.dumps({"connections": connections, "dataflows": list(dataflows)}))
+
+
+def dataflow(
+    source: dict[str, Any], destination: dict[str, Any], name: str = "orders", **fields: Any
+) -> dict[str, Any]:
+    return {"name": name, "source": source, "destination": destination, **fields}
 
 
 def test_import_datacoolie_core_loads_nothing_heavy() -> None:
@@ -85,8 +90,10 @@ def test_validate_without_sql_loads_no_engine(tmp_path: Path) -> None:
     # a metadata file without SQL expressions or queries: validating it needs no Polars or sqlglot
     write_metadata(
         tmp_path,
-        {"connection_name": "landing", "table": "orders"},
-        {"connection_name": "lake", "table": "orders", "load_type": "append"},
+        dataflow(
+            {"connection_name": "landing", "table": "orders"},
+            {"connection_name": "lake", "table": "orders", "load_type": "append"},
+        ),
     )
     code = console_entry("validate", "metadata.json", exit_code=0)
     assert loaded_after(code, cwd=tmp_path) == ["pydantic"]  # PyYAML only for a YAML file
@@ -108,8 +115,10 @@ def test_an_append_run_loads_no_sql_parser_no_yaml_no_dagster_no_pyarrow(tmp_pat
     pl.DataFrame({"id": [1, 2]}).write_parquet(tmp_path / "landing" / "sales" / "orders" / "part-0.parquet")
     write_metadata(
         tmp_path,
-        {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
-        {"connection_name": "lake", "table": "orders", "load_type": "append"},
+        dataflow(
+            {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
+            {"connection_name": "lake", "table": "orders", "load_type": "append"},
+        ),
     )
     code = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     loaded = loaded_after(code, cwd=tmp_path)
@@ -128,8 +137,10 @@ def test_a_merge_run_loads_no_sql_parser(tmp_path: Path, load_type: str) -> None
     pl.DataFrame({"id": [1, 2], "v": ["a", "b"]}).write_parquet(tmp_path / "landing" / "orders" / "part-0.parquet")
     write_metadata(
         tmp_path,
-        {"connection_name": "landing", "table": "orders"},
-        {"connection_name": "lake", "table": "orders", "load_type": load_type, "merge_keys": ["id"]},
+        dataflow(
+            {"connection_name": "landing", "table": "orders"},
+            {"connection_name": "lake", "table": "orders", "load_type": load_type, "merge_keys": ["id"]},
+        ),
     )
     run = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # creates the table
@@ -146,8 +157,10 @@ def test_reading_a_delta_table_past_a_watermark_loads_no_sql_parser(tmp_path: Pa
     pl.DataFrame({"id": [1, 2, 3], "ts": [1, 2, 3]}).write_delta(str(tmp_path / "lake" / "orders"))
     write_metadata(
         tmp_path,
-        {"connection_name": "lake", "table": "orders", "watermark_columns": ["ts"]},
-        {"connection_name": "lake", "table": "orders_copy", "load_type": "append"},
+        dataflow(
+            {"connection_name": "lake", "table": "orders", "watermark_columns": ["ts"]},
+            {"connection_name": "lake", "table": "orders_copy", "load_type": "append"},
+        ),
     )
     run = console_entry("run", "--metadata", "metadata.json", "--state-path", "state", exit_code=0)
     assert "sqlglot" not in loaded_after(run, cwd=tmp_path)  # the first run: no watermark yet
@@ -209,39 +222,22 @@ def test_registry_builds_each_entry_once_and_shares_equal_entries() -> None:
 def test_a_code_location_of_copies_loads_no_engine(tmp_path: Path) -> None:
     # a code server that serves the UI never reads or writes a table: Polars, deltalake, pyarrow and
     # sqlglot load with the first sensor tick, run or check (~0.3 CPU s of every code-server start)
-    (tmp_path / "metadata.json").write_text(
-        json.dumps(
-            {
-                "connections": [
-                    {"name": "landing", "format": "parquet", "configure": {"base_path": "./landing"}},
-                    {"name": "lake", "format": "delta", "configure": {"base_path": "./lake"}},
-                ],
-                "dataflows": [
-                    {
-                        "name": "orders",
-                        "stage": "bronze",
-                        "source": {"connection_name": "landing", "table": "orders", "watermark_columns": ["ts"]},
-                        "destination": {"connection_name": "lake", "table": "orders", "load_type": "append"},
-                    },
-                    {
-                        "name": "orders_merged",
-                        "stage": "silver",
-                        "source": {"connection_name": "lake", "table": "orders"},
-                        "destination": {
-                            "connection_name": "lake",
-                            "table": "orders_merged",
-                            "load_type": "merge_upsert",
-                            "merge_keys": ["id"],
-                            "partition_columns": [{"column": "day"}],
-                        },
-                        "configure": {
-                            "dagster": {"partitions": {"start": "2026-01-01", "chunk_interval": {"days": 1}}}
-                        },
-                    },
-                ],
-            }
-        )
-    )
+    write_metadata(
+        tmp_path,
+        dataflow(
+            {"connection_name": "landing", "table": "orders", "watermark_columns": ["ts"]},
+            {"connection_name": "lake", "table": "orders", "load_type": "append"},
+            stage="bronze",
+        ),
+        dataflow(
+            {"connection_name": "lake", "table": "orders"},
+            {"connection_name": "lake", "table": "orders_merged", "load_type": "merge_upsert", "merge_keys": ["id"],
+             "partition_columns": [{"column": "day"}]},
+            name="orders_merged",
+            stage="silver",
+            configure={"dagster": {"partitions": {"start": "2026-01-01", "chunk_interval": {"days": 1}}}},
+        ),
+    )  # fmt: skip
     code = (
         "import dagster\n"
         "from datacoolie_dagster import build_definitions\n"
