@@ -56,10 +56,6 @@ def string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def sql(predicate: Predicate) -> str:
-    return predicate.sql()
-
-
 def all_of(parts: Sequence[Predicate]) -> Predicate | None:
     """The parts AND-ed (one part: itself; none: ``None``)."""
     if not parts:

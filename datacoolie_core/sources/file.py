@@ -66,11 +66,10 @@ from datacoolie_core.sources.remote_files import (
 )
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
-from datacoolie_core.transforms.system_columns import utc_literal
+from datacoolie_core.transforms.system_columns import UTC_MICROS, utc_literal
 
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
               "excel": ".xlsx"}  # fmt: skip
-_MTIME_DTYPE = pl.Datetime("us", "UTC")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -359,7 +358,7 @@ def _in_range(files: list[FileInfo], read_range: ReadRange, label: str) -> list[
 
 def _utc_bound(value: Any, label: str) -> datetime:
     try:
-        bound: datetime = coerce_bound(value, _MTIME_DTYPE)[0]
+        bound: datetime = coerce_bound(value, UTC_MICROS)[0]
     except (ValueError, TypeError) as e:
         raise SourceError(
             f"{label}: {FILE_MODIFICATION_TIME} bound {value!r} is not a timestamp ({e}); fix or delete the stored watermark"

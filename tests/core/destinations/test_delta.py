@@ -48,13 +48,13 @@ def test_literal_rejects_untyped_values(value: Any) -> None:
 
 
 def test_predicates_quote_identifiers() -> None:
-    assert predicates.sql(predicates.keys_match(["Order ID", "x"])) == (
+    assert predicates.keys_match(["Order ID", "x"]).sql() == (
         '("target"."Order ID" IS NOT DISTINCT FROM "source"."Order ID") AND '
         '("target"."x" IS NOT DISTINCT FROM "source"."x")'
     )
     window = predicates.window_predicate({'we"ird': (1, None), "ts": (None, date(2024, 1, 1))})
     assert window is not None
-    assert predicates.sql(window) == '"target"."we""ird" > 1 AND "target"."ts" <= CAST(\'2024-01-01\' AS DATE)'
+    assert window.sql() == '"target"."we""ird" > 1 AND "target"."ts" <= CAST(\'2024-01-01\' AS DATE)'
     assert predicates.window_predicate({"a": (None, None)}) is None
 
 
@@ -91,7 +91,7 @@ def test_window_predicate_compares_in_the_column_type(
     predicate = predicates.window_predicate({column: (lower, upper)}, schema=frame.schema)
     assert predicate is not None
     # DELETE compares without type coercion (stricter than MERGE), so it proves the literals exact
-    DeltaTable(tmp_path).delete(predicates.sql(predicate).replace('"target".', ""))
+    DeltaTable(tmp_path).delete(predicate.sql().replace('"target".', ""))
     assert sorted(pl.read_delta(str(tmp_path))["n"].to_list()) == kept
 
 
