@@ -16,6 +16,7 @@ from datacoolie_core.cli.output import run_masked
 from datacoolie_core.cli.parsers import HANDLERS, build_parser
 from datacoolie_core.cli.signals import exit_code_of, stop_on_signals
 from datacoolie_core.lazy import load
+from datacoolie_core.process_exit import skip_final_collection
 
 __all__ = ["EXIT_DATAFLOW_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -35,6 +36,7 @@ def _stoppable(argv: Sequence[str] | None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
+    skip_final_collection()  # every command is one process: its exit needs no last full collection
     handler = load(HANDLERS[args.command])  # only the command that runs imports what it needs
     return int(handler(args))
 

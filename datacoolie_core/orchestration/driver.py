@@ -40,6 +40,7 @@ from datacoolie_core.orchestration.executor import ParallelExecutor
 from datacoolie_core.orchestration.maintenance import maintenance_block_reason, select_maintenance_targets
 from datacoolie_core.orchestration.preparation import QueryRoots
 from datacoolie_core.orchestration.wiring import Components, assemble, teardown
+from datacoolie_core.process_exit import skip_final_collection
 
 _LOG = logging.getLogger("datacoolie.driver")
 
@@ -125,6 +126,7 @@ class DataCoolieDriver:
         self._scrubber = Scrubber()
         self._stages: list[str] = []
         self._totals = ExecutionResult()
+        skip_final_collection()  # a one-run process's exit would walk every object once more
 
     # --- components -----------------------------------------------------------------------
 
