@@ -32,7 +32,7 @@ LOCKS_FOLDER = ".locks"
 
 # flock() only excludes other open file descriptions; the per-path thread lock makes the
 # exclusion explicit inside one process and avoids piling threads onto the kernel lock.
-_THREAD_LOCKS: dict[str, threading.Lock] = {}
+_THREAD_LOCKS: dict[tuple[int, int], threading.Lock] = {}
 _THREAD_LOCKS_GUARD = threading.Lock()
 
 
@@ -127,7 +127,7 @@ class FileWatermarkStore:
         path = self.path_for(folder)
         if fcntl is None:  # pragma: no cover - non-POSIX
             raise WatermarkError("Cross-process watermark locking needs fcntl.flock (POSIX only)")
-        with _thread_lock(str(path.resolve())), _flock(path.parent / LOCK_FILE_NAME):
+        with _flock(path.parent / LOCK_FILE_NAME):
             yield
 
     @contextlib.contextmanager
@@ -139,7 +139,7 @@ class FileWatermarkStore:
         path = self.root / LOCKS_FOLDER / f"{_check_folder(name)}.lock"
         if fcntl is None:  # pragma: no cover - non-POSIX
             raise WatermarkError("Cross-process locking needs fcntl.flock (POSIX only)")
-        with _thread_lock(str(path.resolve())), _flock(path):
+        with _flock(path):
             yield
 
     def location(self, folder: str, file_name: str = WATERMARK_FILE_NAME) -> str:
@@ -192,26 +192,35 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _thread_lock(key: str) -> threading.Lock:
+def _thread_lock(fd: int) -> threading.Lock:
+    """The process's thread lock of the file open as ``fd``: one per file, however its path is spelled."""
+    identity = os.fstat(fd)
     with _THREAD_LOCKS_GUARD:
-        return _THREAD_LOCKS.setdefault(key, threading.Lock())
+        return _THREAD_LOCKS.setdefault((identity.st_dev, identity.st_ino), threading.Lock())
 
 
 @contextlib.contextmanager
 def _flock(lock_path: Path) -> Iterator[None]:
+    """Hold ``lock_path`` against the other threads of this process, then against other processes.
+
+    ``flock`` alone would do on a local filesystem (each ``open`` is its own lock holder), but on
+    NFS Linux emulates it with POSIX record locks, which are per process: the thread lock keeps
+    two threads apart there too.
+    """
     try:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise WatermarkError(f"Cannot open watermark lock: {e}", path=str(lock_path)) from e
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError as e:  # e.g. ENOLCK on a filesystem without lock support
-            raise WatermarkError(f"Cannot lock watermark: {e}", path=str(lock_path)) from e
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        with _thread_lock(fd):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError as e:  # e.g. ENOLCK on a filesystem without lock support
+                raise WatermarkError(f"Cannot lock watermark: {e}", path=str(lock_path)) from e
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)  # closing also drops the flock if LOCK_UN was never reached

@@ -157,6 +157,28 @@ def test_lock_excludes_threads(tmp_path: Path) -> None:
     assert (tmp_path / FOLDER / ".watermark.lock").exists()
 
 
+def test_one_thread_lock_per_lock_file_however_its_path_is_spelled(tmp_path: Path) -> None:
+    # on NFS flock is emulated with per-process record locks: the thread lock alone keeps threads
+    # apart, so two spellings of one state root (a symlink, a relative path) must share it
+    from datacoolie_core.watermark.file_store import _thread_lock
+
+    (tmp_path / "state").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "state")
+    lock_file = tmp_path / "state" / "writer.lock"
+    lock_file.touch()
+    (tmp_path / "other.lock").touch()
+    fds = [
+        os.open(path, os.O_RDWR) for path in (lock_file, tmp_path / "alias" / "writer.lock", tmp_path / "other.lock")
+    ]
+    try:
+        same, alias, other = (_thread_lock(fd) for fd in fds)
+        assert same is alias
+        assert same is not other
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 LOCK_HOLDER = """
 import sys, time
 from datacoolie_core.watermark.file_store import FileWatermarkStore
