@@ -163,7 +163,7 @@ class ParallelExecutor:
 
         Up to ``2 * max_workers`` ready items are admitted at once: the pool runs ``max_workers`` of
         them (the cap) and a worker that finishes starts the next queued one at once, instead of
-        idling until this thread wakes up to hand it over (~0.4 ms a dataflow with 2 workers).
+        idling until this thread wakes up to hand it over (~0.2 ms of wall a tiny dataflow, 2 workers).
         Only ready items are queued, so a later bucket still waits for its predecessors; after a
         failure under ``stop_on_error`` the queued ones do not start (:class:`_Gate`).
         """
