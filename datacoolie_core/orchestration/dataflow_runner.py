@@ -48,6 +48,7 @@ from datacoolie_core.sources.finalize import RowCounter, collect_scan, read_runt
 from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer
+from datacoolie_core.transforms.pipeline import keeps_rows, kept_rows
 from datacoolie_core.transforms.resolve import final_destination, final_window
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager
@@ -109,26 +110,75 @@ def run_dataflow(dataflow: DataFlow, run: DataflowRun, *, dataflow_run_id: str |
 def _execute(dataflow: DataFlow, run: DataflowRun, info: DataFlowRuntimeInfo) -> None:
     with _phase(info, "read"):
         result = _read(dataflow, run)
-    if isinstance(result, SourceScan):
+    if isinstance(result, SourceScan) and streams(dataflow, result):
         _execute_streamed(dataflow, run, info, result)
         return
-    if result is None:
+    ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
+    done = _read_and_transform(dataflow, run, info, result, ctx)
+    if done is None:
         info.finish("skipped", reason="no new source rows")
         return
-    info.source = result.runtime
-    with _phase(info, "transform"):
-        ctx = TransformContext(dataflow, info.dataflow_run_id, run.reference_time, run.run_config.column_name_mode)
-        frame, applied = run_pipeline(result.data.lazy(), ctx, transformers=run.transformers)
-        data = _collect(frame, dataflow)
-    info.transform.transformers_applied = applied
+    info.source, data, info.transform.transformers_applied = done
     info.transform.rows_out = data.height
-    candidate = result.runtime.watermark_after if run.save_watermark else None
+    candidate = info.source.watermark_after if run.save_watermark else None
     if data.height:
         with _phase(info, "write"):
-            _write(dataflow, run, info, data, result.runtime, candidate)
+            _write(dataflow, run, info, data, info.source, candidate)
     with _phase(info, "watermark"):
         _save_watermark(dataflow, run, info, candidate)
     info.finish("succeeded")
+
+
+def _read_and_transform(
+    dataflow: DataFlow,
+    run: DataflowRun,
+    info: DataFlowRuntimeInfo,
+    read: SourceScan | ReadResult | None,
+    ctx: TransformContext,
+) -> tuple[SourceRuntimeInfo, pl.DataFrame, list[str]] | None:
+    """The read's record, the transformed rows and the transformers applied; ``None``: no row read.
+
+    A planned read that :func:`_fuses` is collected once with its transforms; otherwise (and when
+    that collect fails, so the error is the one the read or the transforms raise on their own)
+    the read is collected, then the transforms run over its rows.
+    """
+    if isinstance(read, SourceScan):
+        with _phase(info, "transform"):
+            fused = _collect_fused(read, ctx, run) if _fuses(dataflow, run) else None
+        if fused is not None:
+            return fused if fused[0].rows_read else None
+        with _phase(info, "read"):
+            read = collect_scan(read)
+    if read is None:
+        return None
+    info.source = read.runtime  # recorded even when the transforms fail
+    with _phase(info, "transform"):
+        frame, applied = run_pipeline(read.data.lazy(), ctx, transformers=run.transformers)
+        return read.runtime, _collect(frame, dataflow), applied
+
+
+def _fuses(dataflow: DataFlow, run: DataflowRun) -> bool:
+    """Whether the read and the transforms can be collected as one query without changing the record.
+
+    Only when nothing is taken from the rows read but their count, and the count is the rows out:
+    a dataflow without watermark columns whose pipeline keeps every row (:func:`keeps_rows`).
+    Saves a collect per dataflow (~0.3 ms, most of a 100-row dataflow's transform phase).
+    """
+    return not is_stateful(dataflow) and keeps_rows(dataflow, run.transformers)
+
+
+def _collect_fused(
+    scan: SourceScan, ctx: TransformContext, run: DataflowRun
+) -> tuple[SourceRuntimeInfo, pl.DataFrame, list[str]] | None:
+    """The scan and the transforms collected at once; ``None`` on any failure (the caller redoes it in two steps)."""
+    try:
+        frame, applied = run_pipeline(scan.rows, ctx, transformers=run.transformers)
+        if not kept_rows(applied):  # keeps_rows() said no slot drops rows: if one did, count the read apart
+            return None
+        data = frame.collect()
+    except Exception:
+        return None
+    return read_runtime(scan, data.height, {}), data, applied
 
 
 def _collect(frame: pl.LazyFrame, dataflow: DataFlow) -> pl.DataFrame:
@@ -140,7 +190,7 @@ def _collect(frame: pl.LazyFrame, dataflow: DataFlow) -> pl.DataFrame:
 
 
 def _read(dataflow: DataFlow, run: DataflowRun) -> SourceScan | ReadResult | None:
-    """The planned read to stream (:func:`streams`), else the rows read; ``None``: nothing qualifies."""
+    """The planned read to stream (:func:`streams`) or fuse (:func:`_fuses`), else the rows read; ``None``: nothing qualifies."""
     reader = get_reader(dataflow.source.connection.format or "")
     request = _request(dataflow, run)
     if not isinstance(reader, ScanningReader):
@@ -148,7 +198,7 @@ def _read(dataflow: DataFlow, run: DataflowRun) -> SourceScan | ReadResult | Non
     scan = reader.scan(dataflow.source, request)
     if scan is None:
         return None
-    return scan if streams(dataflow, scan) else collect_scan(scan)
+    return scan if streams(dataflow, scan) or _fuses(dataflow, run) else collect_scan(scan)
 
 
 def streams(dataflow: DataFlow, scan: SourceScan) -> bool:

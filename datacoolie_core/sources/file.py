@@ -310,9 +310,9 @@ def _spark_json_dtype(declared: PolarsDataType, as_string: bool) -> pl.DataType:
 
 
 def _tag(lf: pl.LazyFrame, info: FileInfo) -> pl.LazyFrame:
-    return lf.with_columns(
-        pl.lit(info.name, dtype=pl.String).alias(FILE_NAME),
-        pl.lit(info.path, dtype=pl.String).alias(FILE_PATH),
+    return lf.with_columns(  # str literals are String; a dtype= would build a Series per literal
+        pl.lit(info.name).alias(FILE_NAME),
+        pl.lit(info.path).alias(FILE_PATH),
         utc_literal(info.modified).alias(FILE_MODIFICATION_TIME),
     )
 

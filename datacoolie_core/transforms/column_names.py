@@ -8,6 +8,7 @@ matches a name through :func:`sanitize_name` too (``Order ID`` and ``order_id`` 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 import polars as pl
 
@@ -49,6 +50,12 @@ def sanitize_name(name: str, mode: str = "lower") -> str:
         raise ValueError(f"unknown column_name_mode '{mode}'{did_you_mean(mode, NAME_MODES)} (known: lower, snake)")
     if name.startswith("_"):
         return name
+    return _sanitized(name, mode)
+
+
+@lru_cache(maxsize=8192)
+def _sanitized(name: str, mode: str) -> str:
+    # cached: every slot resolving names sanitizes every column again; a run sees few distinct names
     return NAME_MODES[mode](name) or name
 
 

@@ -18,6 +18,7 @@ import polars as pl
 
 from datacoolie_core.errors import TransformError
 from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.plugins import entry_points_of
 from datacoolie_core.transforms.base import TransformContext, Transformer
 from datacoolie_core.transforms.column_names import ColumnNameSanitizer
@@ -51,6 +52,9 @@ DEFAULT_TRANSFORMERS: tuple[Transformer, ...] = (
 
 TRANSFORMERS: dict[str, Transformer] = {transformer.name: transformer for transformer in DEFAULT_TRANSFORMERS}
 """The built-in transformers by name (plugins: :func:`plugin_transformers`)."""
+
+ROW_CHANGING = frozenset({Deduplicator.name, RowFilter.name})
+"""The built-in slots that may drop rows; every other built-in slot keeps each row (and adds none)."""
 
 PLUGIN_GROUP = "datacoolie.transformers"
 PLUGIN_ORDERS = range(40, 51)
@@ -97,6 +101,22 @@ def run_pipeline(
         if label:
             applied.append(label)
     return lazy, applied
+
+
+def keeps_rows(dataflow: DataFlow, transformers: Sequence[Transformer] | None = None) -> bool:
+    """Whether the pipeline surely keeps every row of ``dataflow``: as many rows out as read in.
+
+    True for the built-in slots alone (no plugin, no custom ``transformers``) when neither row
+    filter nor deduplication applies: those are the only built-in slots that drop rows.
+    """
+    if transformers is not None or plugin_transformers():
+        return False
+    return not dataflow.transform.filter_expression and not (dataflow.deduplicate_columns and dataflow.order_columns)
+
+
+def kept_rows(applied: Sequence[str]) -> bool:
+    """Whether the labels of :func:`run_pipeline` name no slot that drops rows (labels start with the name)."""
+    return not any(label.partition("(")[0] in ROW_CHANGING for label in applied)
 
 
 def build_pipeline(transformers: Sequence[Transformer] | None = None) -> list[Transformer]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import polars as pl
@@ -42,8 +43,13 @@ def transform_error(ctx: TransformContext, message: str, hint: str) -> Transform
     return TransformError(f"dataflow '{ctx.dataflow.name}': {message}; {hint}")
 
 
+@lru_cache(maxsize=8192)
 def name_key(name: str, mode: ColumnNameMode = "lower") -> str:
-    """What two spellings of one column have in common: the sanitized name, ignoring case."""
+    """What two spellings of one column have in common: the sanitized name, ignoring case.
+
+    Cached: the reserved-name checks of every slot ask it for every column against every system
+    column (~200 regex passes a dataflow otherwise); a run sees few distinct names.
+    """
     return sanitize_name(name, mode).lower()
 
 

@@ -16,7 +16,12 @@ from datacoolie_core.models.dataflow import ConnectionRef, DataFlow, Destination
 from datacoolie_core.orchestration.preparation.query import QueryFileError, QueryRoots, resolve_query
 from datacoolie_core.platform.paths import PathEscapeError, ensure_confined
 from datacoolie_core.platform.storage import bind_storage
-from datacoolie_core.secrets import SecretError, SecretProvider, resolve_connection_secrets
+from datacoolie_core.secrets import (
+    SecretError,
+    SecretProvider,
+    register_connection_secrets,
+    resolve_connection_secrets,
+)
 
 PreparationScope = Literal["etl", "maintenance"]
 
@@ -97,10 +102,22 @@ def _resolve_secrets(refs: list[ConnectionRef], provider: SecretProvider, datafl
         connection = ref.connection
         if id(connection) not in resolved:
             try:
-                resolved[id(connection)] = resolve_connection_secrets(connection, provider)
+                resolved[id(connection)] = _resolved(connection, provider)
             except SecretError as e:
                 raise SecretError(
                     e.reason, connection=e.connection, field=e.field, source=e.source, dataflow=dataflow
                 ) from e
             bind_storage(resolved[id(connection)])  # an object-store base_path opens with these options
         ref.bind(resolved[id(connection)])
+
+
+def _resolved(connection: Connection, provider: SecretProvider) -> Connection:
+    """``connection`` with its secrets resolved and registered for masking.
+
+    Without a ``secrets_ref`` there is nothing to fetch: the connection, already the prepared
+    dataflow's own deep copy, is kept instead of being copied once more (~0.03 ms a connection).
+    """
+    if connection.secrets_ref:
+        return resolve_connection_secrets(connection, provider)
+    register_connection_secrets(connection)
+    return connection

@@ -311,3 +311,60 @@ def test_keyboard_interrupt_in_a_dataflow_propagates() -> None:
 def test_invalid_max_workers_raise(max_workers: int) -> None:
     with pytest.raises(ValueError, match="max_workers must be a positive integer"):
         ParallelExecutor(max_workers)
+
+
+def test_a_worker_starts_the_next_ready_dataflow_without_waiting_for_the_scheduler() -> None:
+    # on_complete runs on the scheduler's thread: "second" must start while it is still busy with "first"
+    second_started = threading.Event()
+    waited: list[bool] = []
+
+    def process(dataflow: DataFlow) -> DataFlowRuntimeInfo:
+        if dataflow.name == "second":
+            second_started.set()
+        return finished(dataflow)
+
+    def on_complete(runtime: DataFlowRuntimeInfo) -> None:
+        if runtime.dataflow_name == "first":
+            waited.append(second_started.wait(timeout=10))
+
+    result = ParallelExecutor(1).execute([flow("first"), flow("second")], process, on_complete=on_complete)
+
+    assert waited == [True]
+    assert [r.status for r in result.runtimes] == ["succeeded", "succeeded"]
+
+
+def test_an_interrupt_starts_none_of_the_queued_dataflows() -> None:
+    ran: list[str] = []
+
+    def process(dataflow: DataFlow) -> DataFlowRuntimeInfo:
+        ran.append(str(dataflow.name))
+        if dataflow.name == "a":
+            raise KeyboardInterrupt
+        return finished(dataflow)
+
+    with pytest.raises(KeyboardInterrupt):
+        ParallelExecutor(1).execute([flow("a"), flow("b"), flow("c")], process)
+
+    assert ran == ["a"]
+
+
+def test_stop_on_error_withholds_queued_work_with_several_workers() -> None:
+    # 2 workers queue up to 4 ready dataflows; once "broken" failed, the queued ones never start
+    release = threading.Event()
+    ran: list[str] = []
+
+    def process(dataflow: DataFlow) -> DataFlowRuntimeInfo:
+        ran.append(str(dataflow.name))
+        if dataflow.name == "broken":
+            return finished(dataflow, "failed")
+        assert release.wait(timeout=10)  # "slow" holds the other worker until the failure is recorded
+        return finished(dataflow)
+
+    def on_complete(runtime: DataFlowRuntimeInfo) -> None:
+        release.set()
+
+    dataflows = [flow("broken"), flow("slow"), flow("queued_1"), flow("queued_2")]
+    result = ParallelExecutor(2, stop_on_error=True).execute(dataflows, process, on_complete=on_complete)
+
+    assert sorted(ran) == ["broken", "slow"]
+    assert [r.status for r in result.runtimes] == ["failed", "succeeded", "pending", "pending"]

@@ -10,6 +10,7 @@ import pytest
 from datacoolie_core.models import Connection, DataFlow
 from datacoolie_core.orchestration.preparation import QueryFileError, QueryRoots, prepare_dataflow
 from datacoolie_core.platform import LocalPlatform
+from datacoolie_core.redaction import mask
 from datacoolie_core.secrets import SecretError
 
 WAREHOUSE = {
@@ -133,3 +134,24 @@ def test_a_connection_shared_by_source_and_destination_stays_shared(monkeypatch:
 
     assert prepared.source.connection is prepared.destination.connection
     assert prepared.source.connection.configure.token == "token-value-4"
+
+
+def test_a_connection_without_secret_references_is_still_a_private_copy_with_its_inline_secrets_masked() -> None:
+    inline = {"name": "lake", "format": "delta", "configure": {"base_path": "/lake", "token": "inline-token-5"}}
+    connections = {"lake": Connection.model_validate(inline)}
+    authored = DataFlow.model_validate(
+        {
+            "name": "copy",
+            "source": {"connection_name": "lake", "table": "bronze"},
+            "destination": {"connection_name": "lake", "table": "silver"},
+        },
+        context={"connections": connections},
+    )
+
+    prepared = prepare_dataflow(authored, roots=QueryRoots(), secrets=LocalPlatform())
+    prepared.source.connection.configure.base_path = "/elsewhere"
+
+    assert prepared.source.connection is not authored.source.connection
+    assert prepared.source.connection is prepared.destination.connection
+    assert authored.source.connection.configure.base_path == "/lake"
+    assert mask("the token is inline-token-5") == "the token is ***"
