@@ -13,8 +13,9 @@ from __future__ import annotations
 import heapq
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -168,43 +169,28 @@ class ParallelExecutor:
         failure under ``stop_on_error`` the queued ones do not start (:class:`_Gate`).
         """
         gate = _Gate(self.stop_on_error)
-        try:
-            self._admit_until_done(pool, schedule, dataflows, process, runtimes, on_complete, gate)
-        except BaseException:
-            gate.stopped = True  # an interrupt: the queued work must not start while the pool drains
-            raise
-
-    def _admit_until_done(
-        self,
-        pool: ThreadPoolExecutor,
-        schedule: _Schedule,
-        dataflows: Sequence[DataFlow],
-        process: Process,
-        runtimes: list[DataFlowRuntimeInfo | None],
-        on_complete: OnComplete | None,
-        gate: _Gate,
-    ) -> None:
         in_flight: dict[Future[DataFlowRuntimeInfo | None], int] = {}
         stopped = False  # what this thread has seen; the gate holds back queued work sooner
-        while True:
-            while not stopped and len(in_flight) < 2 * self.max_workers:
-                index = schedule.pop_ready()
-                if index is None:
-                    break
-                queued = len(in_flight) >= self.max_workers  # beyond the cap: waits for a worker to free up
-                in_flight[pool.submit(gate.run, process, dataflows[index], queued=queued)] = index
-            if not in_flight:
-                return
-            done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=in_flight.__getitem__):
-                index = in_flight.pop(future)
-                runtime = future.result()  # only BaseExceptions escape _run_isolated
-                if runtime is None:  # withheld: queued, and an earlier dataflow failed first
-                    continue
-                runtimes[index] = runtime
-                _notify(on_complete, runtime)
-                stopped = stopped or (self.stop_on_error and runtime.status == "failed")
-                schedule.complete(index)
+        with gate.closed_on_escape():
+            while True:
+                while not stopped and len(in_flight) < 2 * self.max_workers:
+                    index = schedule.pop_ready()
+                    if index is None:
+                        break
+                    queued = len(in_flight) >= self.max_workers  # beyond the cap: waits for a worker to free up
+                    in_flight[pool.submit(gate.run, process, dataflows[index], queued=queued)] = index
+                if not in_flight:
+                    return
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=in_flight.__getitem__):
+                    index = in_flight.pop(future)
+                    runtime = future.result()  # only BaseExceptions escape _run_isolated
+                    if runtime is None:  # withheld: queued, and an earlier dataflow failed first
+                        continue
+                    runtimes[index] = runtime
+                    _notify(on_complete, runtime)
+                    stopped = stopped or (self.stop_on_error and runtime.status == "failed")
+                    schedule.complete(index)
 
 
 class _Gate:
@@ -214,6 +200,16 @@ class _Gate:
     def __init__(self, stop_on_error: bool) -> None:
         self.stop_on_error = stop_on_error
         self.stopped = False
+
+    @contextmanager
+    def closed_on_escape(self) -> Iterator[None]:
+        """Close the gate when an exception (an interrupt) leaves the block: queued work must not start
+        while the pool drains."""
+        try:
+            yield
+        except BaseException:
+            self.stopped = True
+            raise
 
     def run(self, process: Process, dataflow: DataFlow, *, queued: bool) -> DataFlowRuntimeInfo | None:
         """``process(dataflow)`` isolated (:func:`_run_isolated`); ``None``: withheld, not run.

@@ -118,10 +118,9 @@ def test_maintenance_preparation_resolves_only_the_destination(monkeypatch: pyte
     assert prepared.source.query == "missing/file.sql"
 
 
-def test_a_connection_shared_by_source_and_destination_stays_shared(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("LAKE_TOKEN", "token-value-4")
-    connections = {"lake": Connection.model_validate(LAKE)}
-    authored = DataFlow.model_validate(
+def lake_copy(connections: dict[str, Connection]) -> DataFlow:
+    """A dataflow copying ``bronze`` to ``silver``, both on the ``lake`` connection."""
+    return DataFlow.model_validate(
         {
             "name": "copy",
             "source": {"connection_name": "lake", "table": "bronze"},
@@ -129,6 +128,12 @@ def test_a_connection_shared_by_source_and_destination_stays_shared(monkeypatch:
         },
         context={"connections": connections},
     )
+
+
+def test_a_connection_shared_by_source_and_destination_stays_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LAKE_TOKEN", "token-value-4")
+    connections = {"lake": Connection.model_validate(LAKE)}
+    authored = lake_copy(connections)
 
     prepared = prepare_dataflow(authored, roots=QueryRoots(), secrets=LocalPlatform())
 
@@ -139,14 +144,7 @@ def test_a_connection_shared_by_source_and_destination_stays_shared(monkeypatch:
 def test_a_connection_without_secret_references_is_still_a_private_copy_with_its_inline_secrets_masked() -> None:
     inline = {"name": "lake", "format": "delta", "configure": {"base_path": "/lake", "token": "inline-token-5"}}
     connections = {"lake": Connection.model_validate(inline)}
-    authored = DataFlow.model_validate(
-        {
-            "name": "copy",
-            "source": {"connection_name": "lake", "table": "bronze"},
-            "destination": {"connection_name": "lake", "table": "silver"},
-        },
-        context={"connections": connections},
-    )
+    authored = lake_copy(connections)
 
     prepared = prepare_dataflow(authored, roots=QueryRoots(), secrets=LocalPlatform())
     prepared.source.connection.configure.base_path = "/elsewhere"
