@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -66,11 +66,10 @@ from datacoolie_core.sources.remote_files import (
 )
 from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
-from datacoolie_core.transforms.system_columns import UTC_MICROS, utc_literal
+from datacoolie_core.transforms.system_columns import UTC_EPOCH, UTC_MICROS, utc_literal
 
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
               "excel": ".xlsx"}  # fmt: skip
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -347,7 +346,7 @@ def _walk(folder: str, recursive: bool) -> Iterator[tuple[str, os.DirEntry[str]]
 
 def _mtime(ns: int) -> datetime:
     # Microseconds: the precision a stored watermark keeps, so "mtime > stored" is stable.
-    return _EPOCH + timedelta(microseconds=ns // 1000)
+    return UTC_EPOCH + timedelta(microseconds=ns // 1000)
 
 
 def _in_range(files: list[FileInfo], read_range: ReadRange, label: str) -> list[FileInfo]:

@@ -11,7 +11,8 @@ from datacoolie_core.transforms.base import TransformContext
 from datacoolie_core.transforms.resolve import reserved_match
 
 UTC_MICROS = pl.Datetime("us", "UTC")
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The instant Polars' datetimes count from (``utc_literal``, file modification times)."""
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -23,7 +24,7 @@ def utc_literal(value: datetime) -> pl.Expr:
     integer literal is cast straight to the dtype (a ``dtype=`` on ``pl.lit`` builds a Series too).
     """
     aware = value if value.tzinfo else value.replace(tzinfo=UTC)
-    return pl.lit((aware - _EPOCH) // _MICROSECOND).cast(UTC_MICROS)
+    return pl.lit((aware - UTC_EPOCH) // _MICROSECOND).cast(UTC_MICROS)
 
 
 class SystemColumnAdder:
