@@ -138,13 +138,13 @@ def _read_and_transform(
 ) -> tuple[SourceRuntimeInfo, pl.DataFrame, list[str]] | None:
     """The read's record, the transformed rows and the transformers applied; ``None``: no row read.
 
-    A planned read that :func:`_fuses` is collected once with its transforms; otherwise (and when
-    that collect fails, so the error is the one the read or the transforms raise on their own)
-    the read is collected, then the transforms run over its rows.
+    A planned read (:func:`_read` plans only one that :func:`_fuses`) is collected once with its
+    transforms; otherwise (and when that collect fails, so the error is the one the read or the
+    transforms raise on their own) the read is collected, then the transforms run over its rows.
     """
     if isinstance(read, SourceScan):
         with _phase(info, "transform"):
-            fused = _collect_fused(read, ctx, run) if _fuses(dataflow, run) else None
+            fused = _collect_fused(read, ctx, run)
         if fused is not None:
             return fused if fused[0].rows_read else None
         with _phase(info, "read"):

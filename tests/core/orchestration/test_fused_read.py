@@ -19,27 +19,14 @@ from datacoolie_core import FileProvider
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration import dataflow_runner
 from datacoolie_core.orchestration.dataflow_runner import DataflowRun, run_dataflow
+from tests.core.orchestration.driver_support import Lake
 
 
 def metadata(tmp_path: Path, **transform: Any) -> Path:
-    document = {
-        "connections": [
-            {"name": "landing", "format": "parquet", "configure": {"base_path": str(tmp_path / "landing")}},
-            {"name": "lake", "format": "delta", "configure": {"base_path": str(tmp_path / "lake")}},
-        ],
-        "dataflows": [
-            {
-                "name": "orders",
-                "source": {"connection_name": "landing", "schema_name": "sales", "table": "orders"},
-                "transform": transform,
-                "destination": {"connection_name": "lake", "schema_name": "silver", "table": "orders"},
-            }
-        ],
-    }
-    path = tmp_path / "meta" / "metadata.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document))
-    return path
+    """One dataflow: ``landing/sales/orders`` (parquet) -> ``lake/silver/orders``, with ``transform``."""
+    source = {"connection_name": "landing", "schema_name": "sales", "table": "orders"}
+    lake = Lake(tmp_path).add("orders", source=source, transform=transform, destination={"schema_name": "silver"})
+    return lake.write()
 
 
 def land(tmp_path: Path, frame: pl.DataFrame, name: str = "a") -> Path:
