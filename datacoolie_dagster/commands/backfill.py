@@ -45,8 +45,8 @@ from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster import dagster_internal
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
 from datacoolie_dagster.constants import AUTOMATED, TRIGGER
-from datacoolie_dagster.location.assets import CODE_VERSION_TAG
 from datacoolie_dagster.location.partitions import contiguous_chunks
+from datacoolie_dagster.location.provenance import CODE_VERSION_TAG
 
 if TYPE_CHECKING:
     from datacoolie_dagster.dagster_internal import WorkspaceAssetGraph as RemoteWorkspaceAssetGraph

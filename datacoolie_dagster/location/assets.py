@@ -19,16 +19,27 @@ import dagster as dg
 
 from datacoolie_core import DataFlow, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
-from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, WINDOW
+from datacoolie_dagster.constants import (
+    DATAFLOWS_RETRIED,
+    DELTA_VERSION,
+    FAILED_DATAFLOWS,
+    FINAL_FAILURE,
+    ICEBERG_SEQUENCE_NUMBER,
+    NOTHING_WRITTEN,
+    OUTCOME,
+    WINDOW,
+)
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.column_lineage import TableColumns
 from datacoolie_dagster.location.freshness import table_freshness
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
+from datacoolie_dagster.location.provenance import data_version_of, provenance_tags
 from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
-from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.results import delta_table_metadata, materialization_metadata
 from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
+from datacoolie_dagster.location.table_state import merged_figures, partition_metadata
 from datacoolie_dagster.location.tables import (
     DestinationTable,
     destination_tables,
@@ -42,7 +53,6 @@ if TYPE_CHECKING:
     from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 RESOURCE_KEY = "datacoolie"
-CODE_VERSION_TAG = "dagster/code_version"
 
 
 @dataclass(frozen=True)
@@ -204,13 +214,27 @@ def _run_tables(
                 checks = _selected_checks(context, check_results(asset, runtimes, _stored(driver, asset.table)))
                 if any(r.status == "succeeded" for r in runtimes):
                     metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
-                    yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata, check_results=checks)
+                    yield _result(asset, metadata, checks)
+                    continue
+                context.log.info(f"{asset.spec.key.to_user_string()}: {NOTHING_WRITTEN}")
+                if standing := delta_table_metadata(asset.table.path, asset.written_columns):
+                    # a successful run materializes the table as it stands, with the same data version
+                    yield _result(asset, standing | {OUTCOME: NOTHING_WRITTEN}, checks)
                 else:
-                    # the checks still judge the table as it stands: a selected check left unevaluated
-                    # makes Dagster log "did not yield or return expected outputs"
-                    context.log.info(f"{asset.spec.key.to_user_string()}: no new source rows, nothing written")
+                    # no table yet: nothing to show; the checks still judge it (a selected check left
+                    # unevaluated makes Dagster log "did not yield or return expected outputs")
                     yield from checks
     _raise_failures(progress, selected)
+
+
+def _result(
+    asset: TableAsset, metadata: dict[str, Any], checks: Sequence[dg.AssetCheckResult] = ()
+) -> dg.MaterializeResult:
+    """The materialization of a table, its data version the table's version (see :mod:`.provenance`)."""
+    version = metadata.get(DELTA_VERSION, metadata.get(ICEBERG_SEQUENCE_NUMBER))
+    return dg.MaterializeResult(
+        asset_key=asset.spec.key, metadata=metadata, check_results=checks, data_version=data_version_of(version)
+    )
 
 
 def _run_partitions(
@@ -223,7 +247,15 @@ def _run_partitions(
     with resource.driver() as driver:
         keys = context.partition_keys
         for partition_key in keys:
-            yield from _run_partition(driver, selected, partitioning, partition_key, progress, single=len(keys) == 1)
+            yield from _run_partition(
+                driver,
+                selected,
+                partitioning,
+                partition_key,
+                progress,
+                single=len(keys) == 1,
+                instance=context.instance,
+            )
         # checks judge each table after the whole range (a check result has no partition), also when
         # no partition wrote a row: an unevaluated selected check is noise in the run's log
         for asset in selected:
@@ -241,6 +273,7 @@ def _run_partition(
     progress: _Progress,
     *,
     single: bool = False,
+    instance: dg.DagsterInstance | None = None,
 ) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization]:
     """Replay one partition's window, level by level; a table that failed skips its later partitions.
 
@@ -248,7 +281,8 @@ def _run_partition(
     asset downstream in the same run then loads the table (Dagster skips the steps downstream of an
     output never yielded, and an ``AssetMaterialization`` is no output). A range yields one
     ``AssetMaterialization`` per finished partition instead, with its own rows; a ``MaterializeResult``
-    there would materialize every partition of the range at once.
+    there would materialize every partition of the range at once. Either carries the partition's own
+    figures, read from the committed rows (:func:`.table_state.partition_metadata`).
     """
     start, end = partitioning.window(partition_key)
     config = partitioning.config
@@ -263,25 +297,18 @@ def _run_partition(
             metadata = materialization_metadata(asset.table, runtimes, asset.written_columns) | {
                 WINDOW: f"[{start}, {end})"
             }
+            own = partition_metadata(asset, runtimes, [partition_key])[partition_key]
+            metadata = merged_figures(metadata, own)
             if single:
-                yield dg.MaterializeResult(asset_key=asset.spec.key, metadata=metadata)
+                yield _result(asset, metadata)
             else:
+                version = metadata.get(DELTA_VERSION, metadata.get(ICEBERG_SEQUENCE_NUMBER))
                 yield dg.AssetMaterialization(
                     asset_key=asset.spec.key,
                     partition=partition_key,
                     metadata=metadata,
-                    tags=code_version_tags(asset.spec),
+                    tags=provenance_tags(instance, asset.spec, version),
                 )
-
-
-def code_version_tags(spec: dg.AssetSpec) -> dict[str, str]:
-    """The ``dagster/code_version`` tag Dagster puts on the materialization of a ``MaterializeResult``.
-
-    Dagster adds it only to materializations it derives from an output; a yielded
-    ``AssetMaterialization`` carries the tags it is given. ``datacoolie-dagster backfill`` counts a
-    partition as done when its latest materialization has the asset's current code version.
-    """
-    return {CODE_VERSION_TAG: spec.code_version} if spec.code_version else {}
 
 
 def _selected_checks(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -29,9 +30,11 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_core.observers import RunContext
 from datacoolie_core.orchestration.wiring import metadata_file_in
 from datacoolie_dagster import constants
-from datacoolie_dagster.location.assets import TableAsset, build_table_assets, code_version_tags
+from datacoolie_dagster.location.assets import TableAsset, build_table_assets
 from datacoolie_dagster.location.partitions import TablePartitioning
+from datacoolie_dagster.location.provenance import provenance_tags
 from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.table_state import merged_figures, partition_metadata
 from datacoolie_dagster.location.touched import PartitionRows, partition_rows, window_spec, window_specs
 from datacoolie_dagster.location.translator import DataCoolieTranslator
 
@@ -42,12 +45,16 @@ def build_materializations(
     *,
     replay: ReplayConfig | None = None,
     recorded_by: str | None = None,
+    instance: dg.DagsterInstance | None = None,
 ) -> list[dg.AssetMaterialization]:
     """The materializations of the tables ``runtimes`` wrote, in table order.
 
     ETL runtimes that succeeded are writes; a replay's record (``replay``: its config) contributes
     each chunk that did not fail. A chunk whose window and column are a partition's is that
-    partition, replayed (even empty, as in a partition run); any other chunk is a write.
+    partition, replayed (even empty, as in a partition run); any other chunk is a write. A
+    partition's event carries that partition's own counts, read from the committed rows (see
+    :mod:`.table_state`). With the ``instance``, each event carries the data versions of the
+    table's upstreams as they are now (see :mod:`.provenance`).
     """
     by_dataflow = {i: a for a in assets for i in a.table.dataflow_ids}
     writes: dict[str, list[DataFlowRuntimeInfo]] = {}
@@ -62,32 +69,58 @@ def build_materializations(
             writes.setdefault(asset.table.key, []).append(runtime)
     events: list[dg.AssetMaterialization] = []
     for asset in assets:
+        found: list[_Event] = []
         if asset.table.key in writes:
-            events += _write_events(asset, writes[asset.table.key])
+            found += _write_events(asset, writes[asset.table.key])
         if asset.table.key in chunks:
             aligned = replay is not None and _replays_partition_column(asset, replay)
-            events += _replay_events(asset, chunks[asset.table.key], aligned=aligned)
-    extra = {constants.RECORDED_BY: recorded_by} if recorded_by else {}
-    return [_with_metadata(e, extra) for e in events] if extra else events
+            found += _replay_events(asset, chunks[asset.table.key], aligned=aligned)
+        extra = {constants.RECORDED_BY: recorded_by} if recorded_by else {}
+        events += [e.build(asset, instance, extra) for e in found]
+    return events
 
 
-def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> list[dg.AssetMaterialization]:
+@dataclass(frozen=True)
+class _Event:
+    """A materialization before its tags: the tags read the instance, once the whole table is known."""
+
+    metadata: dict[str, Any]
+    partition: str | None = None
+
+    def build(
+        self,
+        asset: TableAsset,
+        instance: dg.DagsterInstance | None,
+        extra: Mapping[str, Any],
+    ) -> dg.AssetMaterialization:
+        version = self.metadata.get(constants.DELTA_VERSION, self.metadata.get(constants.ICEBERG_SEQUENCE_NUMBER))
+        return dg.AssetMaterialization(
+            asset_key=asset.spec.key,
+            partition=self.partition,
+            metadata={**self.metadata, **extra},
+            tags=provenance_tags(instance, asset.spec, version) or None,
+        )
+
+
+def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> list[_Event]:
     """One write of a table: one event, or one per touched partition."""
     metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
     if asset.partitioning is None:
-        return [_event(asset, metadata)]
+        return [_Event(metadata)]
     touched = _touched_partitions(asset.partitioning, runtimes)
     if touched is None:  # a write whose window column could not be read: say it was written, unpartitioned
-        return [_event(asset, metadata)]
+        return [_Event(metadata)]
+    own = partition_metadata(asset, runtimes, touched.keys)
     return [
-        _event(asset, metadata | _partition_metadata(asset.partitioning, key, rows), partition=key)
+        _Event(
+            merged_figures(metadata | _partition_metadata(asset.partitioning, key, rows), own.get(key, {})),
+            partition=key,
+        )
         for key, rows in touched.rows.items()
     ]
 
 
-def _replay_events(
-    asset: TableAsset, chunks: list[DataFlowRuntimeInfo], *, aligned: bool
-) -> list[dg.AssetMaterialization]:
+def _replay_events(asset: TableAsset, chunks: list[DataFlowRuntimeInfo], *, aligned: bool) -> list[_Event]:
     """Replay chunks: a chunk that is exactly a partition records it; any other chunk is a write.
 
     ``aligned``: the replay selected on the partitions' column (else no chunk is a partition).
@@ -105,7 +138,12 @@ def _replay_events(
             touched = _touched_partitions(asset.partitioning, members)
             rows = touched.rows.get(key, 0) if touched is not None else None
             metadata = materialization_metadata(asset.table, members, asset.written_columns)
-            events.append(_event(asset, metadata | _partition_metadata(asset.partitioning, key, rows), partition=key))
+            own = partition_metadata(asset, members, [key]).get(key, {})
+            events.append(
+                _Event(
+                    merged_figures(metadata | _partition_metadata(asset.partitioning, key, rows), own), partition=key
+                )
+            )
         elif written := [c for c in members if c.status == "succeeded"]:
             events += _write_events(asset, written)
     return events
@@ -170,24 +208,6 @@ def _partition_metadata(partitioning: TablePartitioning, key: str, rows: int | N
     return metadata
 
 
-def _event(asset: TableAsset, metadata: dict[str, Any], partition: str | None = None) -> dg.AssetMaterialization:
-    return dg.AssetMaterialization(
-        asset_key=asset.spec.key,
-        partition=partition,
-        metadata=metadata,
-        tags=code_version_tags(asset.spec) or None,
-    )
-
-
-def _with_metadata(event: dg.AssetMaterialization, extra: dict[str, Any]) -> dg.AssetMaterialization:
-    return dg.AssetMaterialization(
-        asset_key=event.asset_key,
-        partition=event.partition,
-        metadata={**event.metadata, **extra},
-        tags=event.tags,
-    )
-
-
 def _order(partitioning: TablePartitioning, key: str) -> Any:
     return _utc(partitioning.window(key)[0])
 
@@ -237,10 +257,14 @@ class DagsterCatalog:
 
     def record(self, result: ExecutionResult) -> str:
         context = self.context
-        events = build_materializations(
-            self.assets, result.runtimes, replay=context.replay, recorded_by=f"datacoolie {context.command}"
-        )
         with dg.DagsterInstance.from_config(str(self.home)) as instance:
+            events = build_materializations(
+                self.assets,
+                result.runtimes,
+                replay=context.replay,
+                recorded_by=f"datacoolie {context.command}",
+                instance=instance,
+            )
             for event in events:
                 instance.report_runless_asset_event(event)
         tables = len({e.asset_key for e in events})

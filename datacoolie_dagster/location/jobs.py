@@ -242,7 +242,7 @@ def _run_shard_op(
                 dataflows = _shard_dataflows(parsed, shard, JobDistributor.from_config(driver.config))
                 for level in _run_in_lineage_order(driver, dataflows, assets_by_dataflow):
                     runtimes.extend(level)
-                    yield from masked_events(_materializations(level, assets_by_dataflow))
+                    yield from masked_events(_materializations(level, assets_by_dataflow, context.instance))
             counts = {s: sum(r.status == s for r in runtimes) for s in ("succeeded", "failed", "skipped")}
             context.log.info(
                 f"shard {shard['job_index']}/{shard['job_num']}: " + ", ".join(f"{n} {s}" for s, n in counts.items())
@@ -311,11 +311,11 @@ def _raise_failures(runtimes: list[DataFlowRuntimeInfo]) -> None:
 
 
 def _materializations(
-    runtimes: list[DataFlowRuntimeInfo], assets_by_dataflow: Mapping[str, TableAsset]
+    runtimes: list[DataFlowRuntimeInfo], assets_by_dataflow: Mapping[str, TableAsset], instance: dg.DagsterInstance
 ) -> Iterator[dg.AssetMaterialization]:
     """One materialization per table that ``runtimes`` wrote; per touched partition for a partitioned one."""
     assets = list({id(a): a for a in assets_by_dataflow.values()}.values())
-    yield from build_materializations(assets, runtimes)
+    yield from build_materializations(assets, runtimes, instance=instance)
 
 
 def _maintenance_job(snapshot: MetadataSnapshot | None) -> dg.JobDefinition:

@@ -44,7 +44,8 @@ def materialization_metadata(
 
 
 def delta_table_metadata(path: str | None, columns: TableColumns | None = None) -> dict[str, Any]:
-    """``dagster/row_count`` and ``dagster/column_schema`` from the Delta log (no data file is read).
+    """The Delta version, ``dagster/row_count`` and ``dagster/column_schema`` from the Delta log (no data
+    file is read); empty when there is no table at ``path``.
 
     With ``columns``: descriptions on the schema, and ``dagster/column_lineage`` of every written column.
     """
@@ -60,6 +61,7 @@ def delta_table_metadata(path: str | None, columns: TableColumns | None = None) 
     fields = table.schema().fields
     described = written_lineage(columns, [f.name for f in fields]) if columns else {}
     metadata: dict[str, Any] = {
+        constants.DELTA_VERSION: table.version(),
         "dagster/column_schema": dg.TableSchema(
             columns=[
                 dg.TableColumn(
@@ -69,7 +71,7 @@ def delta_table_metadata(path: str | None, columns: TableColumns | None = None) 
                 )
                 for f in fields
             ]
-        )
+        ),
     }
     if described:
         metadata["dagster/column_lineage"] = dg.TableColumnLineage(

@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 
 from datacoolie_core.cli import main as datacoolie
 from datacoolie_dagster import build_definitions, constants
-from datacoolie_dagster.location.assets import CODE_VERSION_TAG
+from datacoolie_dagster.location.provenance import CODE_VERSION_TAG
 
 BIN = Path(sys.executable).parent
 BRONZE = dg.AssetKey(["bronze", "sales", "orders"])
@@ -160,11 +160,21 @@ def test_cli_runs_are_recorded_as_the_code_location_would(project: Path, home: P
     for event in silver_events:
         materialization = event.asset_materialization
         assert materialization is not None
-        assert row_counts(event) == history_rows(project / "lake/silver/sales/orders", 0)
-        assert materialization.tags == {CODE_VERSION_TAG: specs[SILVER].code_version}
+        assert materialization.tags == {
+            CODE_VERSION_TAG: specs[SILVER].code_version,
+            "dagster/data_version": "0",  # the Delta version
+            "dagster/data_version_is_user_provided": "true",
+            # what bronze was when silver read it: silver is in sync with it
+            f"dagster/input_data_version/{BRONZE.to_user_string()}": "0",
+            f"dagster/input_event_pointer/{BRONZE.to_user_string()}": str(bronze_event.storage_id),
+        }
         assert materialization.metadata[constants.RECORDED_BY].value == "datacoolie run"
-    rows = {e.partition_key: e.asset_materialization.metadata[constants.PARTITION_ROWS].value for e in silver_events}  # type: ignore[union-attr]
-    assert rows == {"2024-01": 2, "2024-02": 1}
+    # each partition carries its own counts, which add up to the commit's
+    by_partition = {str(e.partition_key): row_counts(e) for e in silver_events}
+    assert by_partition == {"2024-01": {"inserted": 2, "updated": 0}, "2024-02": {"inserted": 1, "updated": 0}}
+    assert history_rows(project / "lake/silver/sales/orders", 0) == {"inserted": 3, "updated": 0}
+    rows = {e.partition_key: e.asset_materialization.metadata["dagster/row_count"].value for e in silver_events}  # type: ignore[union-attr]
+    assert rows == {"2024-01": 2, "2024-02": 1}  # the partition's rows, not the table's
 
 
 def test_without_an_instance_nothing_is_recorded(
@@ -290,8 +300,15 @@ def test_an_incremental_stage_job_load_marks_exactly_the_touched_partitions(proj
         records = instance.fetch_materializations(SILVER, limit=100).records
         assert sorted(str(r.partition_key) for r in records if r.run_id == second.run_id) == ["2024-02", "2024-07"]
         assert instance.get_materialized_partitions(SILVER) == {"2024-01", "2024-02", "2024-07"}
+        # each partition carries its own share of the commit, not the whole commit's counts
         version = DeltaTable(str(project / "lake/silver/sales/orders")).version()
-        assert row_counts(records[0]) == history_rows(project / "lake/silver/sales/orders", version)
+        shares = {str(r.partition_key): row_counts(r) for r in records if r.run_id == second.run_id}
+        assert shares == {"2024-02": {"inserted": 1, "updated": 0}, "2024-07": {"inserted": 1, "updated": 0}}
+        assert history_rows(project / "lake/silver/sales/orders", version) == {"inserted": 2, "updated": 0}
+        # and the rows each partition holds now: February its two orders, July its one
+        latest = {str(r.partition_key): r for r in reversed(records)}  # records come newest first
+        held = {k: r.asset_materialization.metadata["dagster/row_count"].value for k, r in latest.items()}  # type: ignore[union-attr]
+        assert held == {"2024-01": 2, "2024-02": 2, "2024-07": 1}
 
 
 def test_without_an_instance_dagster_is_not_even_imported(project: Path) -> None:
