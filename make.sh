@@ -79,6 +79,11 @@ ui() {
   fi
   echo "Dagster instance: $DAGSTER_HOME (settings: $DAGSTER_HOME/dagster.yaml, copied from ./dagster.yaml)"
   echo "(dagster dev warns that ./dagster.yaml is not used: the instance uses that copy)"
+  # Tables loaded before the instance existed (./make.sh example first, DataCoolie on Spark) are
+  # recorded as they stand, so the catalog shows them (docs/catalog.md); already recorded: no-op.
+  echo "== recording the tables that already exist in the instance (datacoolie-dagster adopt)"
+  "$VENV/bin/datacoolie-dagster" adopt --instance "$DAGSTER_HOME" \
+    || echo "warning: could not record the existing tables; the UI starts anyway" >&2
   exec "$VENV/bin/dagster" dev -w workspace.yaml "$@"
 }
 

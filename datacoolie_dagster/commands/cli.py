@@ -30,6 +30,7 @@ import dagster as dg
 
 from datacoolie_core.cli.output import run_masked
 from datacoolie_dagster import dagster_internal as internal
+from datacoolie_dagster.commands.adopt import add_adopt_parser
 from datacoolie_dagster.commands.backfill import add_backfill_parser
 from datacoolie_dagster.commands.cli_options import (
     add_location_options,
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     tick.set_defaults(handler=_tick)
     add_backfill_parser(commands)
     add_rebuild_parser(commands)
+    add_adopt_parser(commands)
     return parser
 
 

@@ -418,4 +418,16 @@ def _deps(deps: Iterable[Dep]) -> list[dg.TableColumnDep]:
 
 
 def _table_column(name: str, column: Column) -> dg.TableColumn:
-    return dg.TableColumn(name, column.type or "unknown", description=column.description)
+    # a type the metadata does not state is left blank: the first write's schema (Delta's) tells it
+    return dg.TableColumn(name, column.type or "", description=column_description(column))
+
+
+def column_description(column: Column) -> str | None:
+    """What the metadata says of a column, then where its values come from (``from key.column``).
+
+    The open-source UI shows no ``dagster/column_lineage`` (a Dagster+ view); its Columns table shows
+    descriptions, so each column's lineage is also written there.
+    """
+    sources = ", ".join(f"{key.to_user_string()}.{name}" for key, name in column.deps)
+    parts = [p for p in (column.description, f"from {sources}" if sources else None) if p]
+    return " · ".join(parts) or None

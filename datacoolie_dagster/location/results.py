@@ -11,7 +11,7 @@ import dagster as dg
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.platform.storage import delta_storage_options, table_uri
 from datacoolie_dagster import constants
-from datacoolie_dagster.location.column_lineage import TableColumns, written_lineage
+from datacoolie_dagster.location.column_lineage import TableColumns, column_description, written_lineage
 from datacoolie_dagster.location.tables import DestinationTable
 
 
@@ -67,7 +67,7 @@ def delta_table_metadata(path: str | None, columns: TableColumns | None = None) 
                 dg.TableColumn(
                     f.name,
                     str(getattr(f.type, "type", f.type)),
-                    description=described[f.name].description if f.name in described else None,
+                    description=column_description(described[f.name]) if f.name in described else None,
                 )
                 for f in fields
             ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import dagster as dg
 import polars as pl
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 from polars.testing import assert_frame_equal
 
 from datacoolie_dagster.location.checks import UNIQUE_KEYS
@@ -75,11 +75,23 @@ def test_incremental_runs_read_only_new_rows(lake: Path, instance: dg.DagsterIns
         read_table(lake, "lake/bronze/sales/orders", ["order_id"]), pl.concat([expected, late.cast(ORDERS_SCHEMA)])
     )
 
-    # load 3 — nothing new: the run succeeds and materializes nothing
+    # load 3 — nothing new: nothing is written; the materialization shows the table as it stands
+    # and says so, with the same data version (the Delta version), so its readers stay in sync
     third = materialize(defs, instance, ["bronze/sales/orders"])
     assert third.success
-    assert materialized(third) == []
     assert read_table(lake, "lake/bronze/sales/orders", ["order_id"]).height == 4
+    (before,) = [e.materialization for e in second.get_asset_materialization_events()]
+    (event,) = [e.materialization for e in third.get_asset_materialization_events()]
+    version = DeltaTable(str(lake / "lake/bronze/sales/orders")).version()
+    assert event.metadata["datacoolie/outcome"].value == "nothing written: no new source rows"
+    assert (
+        event.metadata["datacoolie/delta_version"].value == version == before.metadata["datacoolie/delta_version"].value
+    )
+    assert event.metadata["dagster/row_count"].value == 4
+    assert "datacoolie/rows_inserted" not in event.metadata
+    assert event.tags is not None
+    assert before.tags is not None
+    assert event.tags["dagster/data_version"] == before.tags["dagster/data_version"] == str(version)
 
 
 def test_subset_selection_runs_only_the_selected_tables(lake: Path, instance: dg.DagsterInstance) -> None:
