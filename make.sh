@@ -41,7 +41,7 @@ example() {
   # created_at, the column of silver orders' order_month partitions and of its Dagster partitions,
   # so month 2024-01 is one set of rows everywhere; it loads the late orders, which are behind the
   # incremental updated_at watermark.
-  install
+  installed || install
   local metadata=datacoolie_dagster/example/metadata.json
   local state=(--state-path data/state --log-path data/logs)
   record_in_ui_instance

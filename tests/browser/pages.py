@@ -188,3 +188,37 @@ def partition_metadata(driver: WebDriver, partition: str, keys: tuple[str, ...])
 
 def _text(driver: WebDriver, locator: tuple[str, str]) -> str:
     return driver.find_element(*locator).text
+
+
+METADATA_ROW = "//table[thead/tr/td[normalize-space()='Key']]//tr[td[1][normalize-space()='{key}']]/td[3]"
+COLUMN_ROWS = "//table[thead/tr/td[normalize-space()='Column name']]/tbody/tr"
+
+
+def asset_overview(driver: WebDriver, key: str, metadata: tuple[str, ...]) -> dict[str, object]:
+    """Catalog → the asset's Overview, as a user reads it once its latest materialization shows:
+    ``status`` (the text beside "Latest materialization"), ``row_count``, the ``metadata`` values
+    asked for (``None``: not shown), and ``columns`` (``{name: type}`` of the Columns table)."""
+    _open_asset(driver, key)
+    latest = (By.XPATH, "//*[normalize-space()='Latest materialization']/following-sibling::*[1]")
+    status = until(driver, f"the latest materialization of {key}", partial(_text, locator=latest))
+    read: dict[str, object] = {"status": status}
+    count = (By.XPATH, "//div[span[normalize-space()='Row count']]/div")
+    read["row_count"] = until(driver, f"the row count of {key}", partial(_text, locator=count))
+    values: dict[str, str | None] = {}
+    for name in metadata:
+        found = driver.find_elements(By.XPATH, METADATA_ROW.format(key=name))
+        values[name] = found[0].text if found else None
+    read["metadata"] = values
+    rows = until(driver, f"the Columns table of {key}", lambda d: d.find_elements(By.XPATH, COLUMN_ROWS))
+    read["columns"] = {
+        r.find_element(By.XPATH, "td[1]//span").text: r.find_element(By.XPATH, "td[2]").text for r in rows
+    }
+    read["page"] = driver.find_element(By.TAG_NAME, "body").text
+    return read
+
+
+def metadata_value(driver: WebDriver, key: str, expected: str) -> str:
+    """On an asset's Overview: the latest value of metadata ``key`` once it reads ``expected`` (live update)."""
+    cell = (By.XPATH, METADATA_ROW.format(key=key))
+    until(driver, f"{key} to read {expected!r}", ec.text_to_be_present_in_element(cell, expected))
+    return _text(driver, cell)

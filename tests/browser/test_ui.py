@@ -223,7 +223,10 @@ def _check_partitions(dev: DagsterDev, records: list[dg.EventLogRecord], backfil
             constants.ROWS_INSERTED: _inserted(commit),
             constants.ROWS_UPDATED: _updated(commit),
             constants.DELTA_VERSION: commit["version"],
-            "dagster/row_count": pl.read_delta(path, version=commit["version"]).height,
+            # the rows the partition holds after its commit, not the whole table's
+            "dagster/row_count": pl.read_delta(path, version=commit["version"])
+            .filter(pl.col(PARTITION_COLUMN) == key)
+            .height,
             "partition": key,
         }
         for key, commit in zip(PARTITIONS, commits, strict=True)

@@ -100,6 +100,8 @@ class DagsterDev:
     env: dict[str, str] = field(repr=False)
     started: float = field(default_factory=time.monotonic)
     """``time.monotonic()`` when ``dagster dev`` was started."""
+    home_name: str = "dagster_home"
+    """The instance's folder under ``root``."""
 
     @property
     def url(self) -> str:
@@ -107,7 +109,7 @@ class DagsterDev:
 
     @property
     def home(self) -> Path:
-        return self.root / "dagster_home"
+        return self.root / self.home_name
 
     @property
     def data(self) -> Path:
@@ -163,11 +165,29 @@ def dagster_dev(root: Path, startup_timeout: float = 240) -> Iterator[DagsterDev
     env = base | {"DAGSTER_HOME": str(home), "DATACOOLIE_HOME": str(root / "data")}
     port = free_port()
     args = [str(BIN / "dagster"), "dev", *CODE_LOCATION, "-d", str(root), "-h", "127.0.0.1", "-p", str(port)]
+    with _serving(root, args, env, port, "dagster_home", startup_timeout) as dev:
+        yield dev
+
+
+@contextmanager
+def make_ui(root: Path, env: dict[str, str], startup_timeout: float = 240) -> Iterator[DagsterDev]:
+    """``./make.sh ui -h 127.0.0.1 -p PORT`` in ``root`` (a clone), as the README has a user run it:
+    the instance in ``root/.dagster``; yields once the code location is loaded."""
+    port = free_port()
+    args = ["./make.sh", "ui", "-h", "127.0.0.1", "-p", str(port)]
+    with _serving(root, args, env, port, ".dagster", startup_timeout) as dev:
+        yield dev
+
+
+@contextmanager
+def _serving(
+    root: Path, args: list[str], env: dict[str, str], port: int, home_name: str, startup_timeout: float
+) -> Iterator[DagsterDev]:
     with (root / "dagster-dev.log").open("ab") as log:
         process = subprocess.Popen(
             args, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )  # fmt: skip
-    dev = DagsterDev(root, port, process, env)
+    dev = DagsterDev(root, port, process, env, home_name=home_name)
     try:
         wait_until(dev.location_loaded, startup_timeout, f"dagster dev on port {port} to load the code location")
         yield dev
