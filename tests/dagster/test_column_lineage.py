@@ -55,21 +55,25 @@ def test_the_example_declares_computed_hinted_masked_and_framework_columns(lake:
         "order_month": [("bronze/sales/orders", "created_at")],  # DATE_FORMAT(created_at, 'yyyy-MM')
     }
     described = schema_of(silver["dagster/column_schema"])
-    assert described["amount_with_tax"] == ("unknown", "computed: ROUND(amount * 1.2, 2)")
-    assert described["status"][1] == "value rule: trim; value rule: case"
+    # no type the metadata does not state (the first write's Delta schema tells it); lineage in words
+    assert described["amount_with_tax"] == ("", "computed: ROUND(amount * 1.2, 2) · from bronze/sales/orders.amount")
+    assert described["status"][1] == "value rule: trim; value rule: case · from bronze/sales/orders.status"
 
     # the CSV source's schema hints type the bronze columns
     bronze = by_key["bronze/sales/orders"].metadata
     hinted = ["order_id", "customer_id", "amount", "quantity", "created_at", "updated_at"]
     assert lineage_of(bronze["dagster/column_lineage"]) == {c: [("landing_csv/sales/orders", c)] for c in hinted}
-    assert schema_of(bronze["dagster/column_schema"])["amount"] == ("decimal(12,2)", "schema hint: decimal(12,2)")
+    assert schema_of(bronze["dagster/column_schema"])["amount"] == (
+        "decimal(12,2)",
+        "schema hint: decimal(12,2) · from landing_csv/sales/orders.amount",
+    )
 
     customers = by_key["silver/crm/customers"].metadata
     customer_lineage = lineage_of(customers["dagster/column_lineage"])
     assert customer_lineage["email"] == [("bronze/crm/customers", "email")]
     assert customer_lineage["__valid_from"] == [("bronze/crm/customers", "updated_at")]  # scd2_effective_column
     assert customer_lineage["__is_current"] == []
-    assert schema_of(customers["dagster/column_schema"])["email"][1] == "masked: partial"
+    assert schema_of(customers["dagster/column_schema"])["email"][1] == "masked: partial · from bronze/crm/customers.email"
 
     # bronze customers reads a parquet folder whole: nothing declared, so no column metadata until a write
     assert "dagster/column_lineage" not in by_key["bronze/crm/customers"].metadata
@@ -106,10 +110,14 @@ def test_renames_hashes_casts_masking_and_a_projection(lake: Path) -> None:
         "order_month": [(source, "updated_at")],
     }
     described = schema_of(silver["dagster/column_schema"])
-    assert described["client_id"] == ("unknown", "renamed from customer_id")
-    assert described["row_hash"] == ("string", "sha256 hash (dc_hash_v1) of order_id, customer_id")
-    assert described["amount_cents"] == ("bigint", "computed: CAST(amount * 100 AS BIGINT)")
-    assert described["amount"][1] == "masked: nullify"
+    origin = source
+    assert described["client_id"] == ("", f"renamed from customer_id · from {origin}.customer_id")
+    assert described["row_hash"] == (
+        "string",
+        f"sha256 hash (dc_hash_v1) of order_id, customer_id · from {origin}.order_id, {origin}.customer_id",
+    )
+    assert described["amount_cents"] == ("bigint", f"computed: CAST(amount * 100 AS BIGINT) · from {origin}.amount")
+    assert described["amount"][1] == f"masked: nullify · from {origin}.amount"
 
 
 def written(result: dg.ExecuteInProcessResult, path: str) -> dict[str, Any]:

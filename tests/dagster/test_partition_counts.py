@@ -162,7 +162,10 @@ def test_an_unpartitioned_run_without_new_rows_still_evaluates_its_checks_withou
 
     assert idle.success
     assert NOISE not in run_log(instance, idle)
-    assert idle.get_asset_materialization_events() == []
+    # each table is materialized as it stands, saying nothing was written
+    idle_events = [e.materialization for e in idle.get_asset_materialization_events()]
+    assert sorted(e.asset_key.to_user_string() for e in idle_events) == selection
+    assert {e.metadata["datacoolie/outcome"].value for e in idle_events} == {"nothing written: no new source rows"}
     checks = check_evaluations(idle)
     assert set(checks) == {
         ("bronze/sales/orders", LOAD_CONSISTENT),
