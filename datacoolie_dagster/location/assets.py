@@ -201,7 +201,7 @@ class _Progress:
 
 def _run_tables(
     context: dg.AssetExecutionContext, resource: DataCoolieResource, selected: Sequence[TableAsset]
-) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetMaterialization | dg.AssetCheckResult]:
     progress = _Progress()
     with resource.driver() as driver:
         for level in _levels(selected):
@@ -218,12 +218,17 @@ def _run_tables(
                     continue
                 context.log.info(f"{asset.spec.key.to_user_string()}: {NOTHING_WRITTEN}")
                 if standing := delta_table_metadata(asset.table.path, asset.written_columns):
-                    # a successful run materializes the table as it stands, with the same data version
-                    yield _result(asset, standing | {OUTCOME: NOTHING_WRITTEN}, checks)
-                else:
-                    # no table yet: nothing to show; the checks still judge it (a selected check left
-                    # unevaluated makes Dagster log "did not yield or return expected outputs")
-                    yield from checks
+                    # the table as it stands, with the same data version: its readers stay in sync.
+                    # An event, not the step's output: what reads the table in this run is skipped
+                    version = standing[DELTA_VERSION]
+                    yield dg.AssetMaterialization(
+                        asset_key=asset.spec.key,
+                        metadata=standing | {OUTCOME: NOTHING_WRITTEN},
+                        tags=provenance_tags(context.instance, asset.spec, version),
+                    )
+                # the checks still judge the table as it stands (a selected check left unevaluated
+                # makes Dagster log "did not yield or return expected outputs")
+                yield from checks
     _raise_failures(progress, selected)
 
 

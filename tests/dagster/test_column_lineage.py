@@ -73,7 +73,9 @@ def test_the_example_declares_computed_hinted_masked_and_framework_columns(lake:
     assert customer_lineage["email"] == [("bronze/crm/customers", "email")]
     assert customer_lineage["__valid_from"] == [("bronze/crm/customers", "updated_at")]  # scd2_effective_column
     assert customer_lineage["__is_current"] == []
-    assert schema_of(customers["dagster/column_schema"])["email"][1] == "masked: partial · from bronze/crm/customers.email"
+    assert (
+        schema_of(customers["dagster/column_schema"])["email"][1] == "masked: partial · from bronze/crm/customers.email"
+    )
 
     # bronze customers reads a parquet folder whole: nothing declared, so no column metadata until a write
     assert "dagster/column_lineage" not in by_key["bronze/crm/customers"].metadata

@@ -232,7 +232,10 @@ def test_a_run_that_wrote_nothing_to_the_table_skips_the_downstream_asset(
     assert [e.step_key for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_SKIPPED] == [
         "order_count"
     ]
-    assert materialized(result) == []
+    # the table is recorded as it stands (nothing written), the reader not at all
+    assert materialized(result) == [("bronze/sales/orders", None)]
+    (event,) = [e.materialization for e in result.get_asset_materialization_events()]
+    assert event.metadata["datacoolie/outcome"].value == "nothing written: no new source rows"
 
 
 # --- partitions -----------------------------------------------------------------------------------
