@@ -175,15 +175,24 @@ def open_partitions(driver: WebDriver, key: str, count: int) -> None:
 
 def partition_metadata(driver: WebDriver, partition: str, keys: tuple[str, ...]) -> dict[str, str]:
     """On the Partitions tab: find ``partition`` by name, select it; the metadata values it shows."""
-    search = driver.find_element(By.CSS_SELECTOR, "input[placeholder^='Filter by name']")
-    search.clear()
-    search.send_keys(partition)
+    search = (By.CSS_SELECTOR, "input[placeholder^='Filter by name']")
+    # clear() does not reach React's state: select what is typed and type over it, until it reads right
+    until(driver, f"the partition filter to read {partition}", partial(_typed, locator=search, text=partition))
     click(driver, (By.XPATH, f"//*[@title='{partition}']"))
     # the detail panel shows the selected partition once its window (our metadata) starts there
     window = (By.XPATH, "//tr[td[1][normalize-space()='datacoolie/window']]/td[2]")
     until(driver, f"partition {partition}'s details", ec.text_to_be_present_in_element(window, f"[{partition}-01"))
     cells = {key: (By.XPATH, f"//tr[td[1][normalize-space()='{key}']]/td[2]") for key in keys}
     return {key: until(driver, f"{key} of {partition}", partial(_text, locator=cell)) for key, cell in cells.items()}
+
+
+def _typed(driver: WebDriver, locator: tuple[str, str], text: str) -> bool:
+    field = driver.find_element(*locator)
+    if field.get_attribute("value") != text:
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(Keys.BACKSPACE)
+        field.send_keys(text)
+    return field.get_attribute("value") == text
 
 
 def _text(driver: WebDriver, locator: tuple[str, str]) -> str:
