@@ -300,6 +300,12 @@ def test_an_incremental_stage_job_load_marks_exactly_the_touched_partitions(proj
         records = instance.fetch_materializations(SILVER, limit=100).records
         assert sorted(str(r.partition_key) for r in records if r.run_id == second.run_id) == ["2024-02", "2024-07"]
         assert instance.get_materialized_partitions(SILVER) == {"2024-01", "2024-02", "2024-07"}
+        # each partition names the bronze version it read: loaded after bronze last changed, it is in sync
+        (bronze,) = instance.fetch_materializations(BRONZE, limit=1).records
+        for record in records:
+            if record.run_id == second.run_id:
+                tags = record.asset_materialization.tags or {}  # type: ignore[union-attr]
+                assert tags[f"dagster/input_event_pointer/{BRONZE.to_user_string()}"] == str(bronze.storage_id)
         # each partition carries its own share of the commit, not the whole commit's counts
         version = DeltaTable(str(project / "lake/silver/sales/orders")).version()
         shares = {str(r.partition_key): row_counts(r) for r in records if r.run_id == second.run_id}
