@@ -184,7 +184,7 @@ def example_commands() -> list[list[str]]:
     commands = []
     for line in match[1].replace("\\\n", " ").splitlines():
         line = line.strip()
-        if not line or line.startswith("#") or line == "install":
+        if not line or line.startswith("#") or line in ("install", "installed || install"):
             continue
         if line.startswith("local "):
             name, value = line.removeprefix("local ").split("=", 1)
