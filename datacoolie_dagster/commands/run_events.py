@@ -28,6 +28,9 @@ _TABLE_ROWS = (
     (constants.ROWS_UPDATED, "updated"),
     (constants.ROWS_DELETED, "deleted"),
 )
+_ENGINE_NOISE = ("Emitting implicit Nothing",)
+"""Dagster's own INFO lines in a step's log that say nothing to a CI reader."""
+_SUMMARY_CHARS = 400
 _STEP_DURATION = re.compile(r" in ([0-9.]+ ?[a-z]+)\.?$")
 
 
@@ -106,11 +109,15 @@ def progress_lines(event: RunEvent) -> list[str]:
     if event.kind == "ASSET_MATERIALIZATION":
         return [table_line(event)]
     if event.kind == "LOG_MESSAGE" and event.step and event.level not in ("DEBUG", "NOTSET"):
+        if event.message.startswith(_ENGINE_NOISE):
+            return []
         return [f"{step}: {line}" for line in event.message.splitlines()]
     if event.kind in ("RUN_ENQUEUED", "RUN_DEQUEUED", "RUN_START", "RUN_CANCELING", "RUN_CANCELED"):
         return [event.message]
     if event.kind == "RUN_FAILURE":
-        return [f"run failed: {event.message}", *_indented(event.error or "")]
+        # after a step failure the run's error repeats it; otherwise (a worker died, …) it is the cause
+        cause = [] if "Steps failed" in event.message else _indented(event.error or "")
+        return [f"run failed: {event.message}", *cause]
     return []
 
 
@@ -135,7 +142,7 @@ def summary_line(state: RunState, progress: RunProgress, reason: str | None = No
     if reason:
         return f"{head}: {reason}; {wrote}"
     if state.status != "SUCCESS" and progress.failures:
-        return f"{head}: {progress.failures[0].splitlines()[0]}; {wrote}"
+        return f"{head}: {_one_line(progress.failures[0])}; {wrote}"
     return f"{head}: {wrote}"
 
 
@@ -164,6 +171,11 @@ def stuck_in_queue(
         f"still QUEUED after {now - state.created:.0f} s and no run-queue daemon heartbeat (last: {seen}): "
         "is dagster-daemon running?"
     )
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(line.strip() for line in text.splitlines() if line.strip())
+    return flat if len(flat) <= _SUMMARY_CHARS else flat[: _SUMMARY_CHARS - 1] + "…"
 
 
 def _indented(text: str) -> list[str]:
