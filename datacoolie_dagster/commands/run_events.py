@@ -113,7 +113,7 @@ def progress_lines(event: RunEvent) -> list[str]:
             return []
         return [f"{step}: {line}" for line in event.message.splitlines()]
     if event.kind in ("RUN_ENQUEUED", "RUN_DEQUEUED", "RUN_START", "RUN_CANCELING", "RUN_CANCELED"):
-        return [event.message]
+        return [event.message] if event.message else []  # the queue's events carry no message
     if event.kind == "RUN_FAILURE":
         # after a step failure the run's error repeats it; otherwise (a worker died, …) it is the cause
         cause = [] if "Steps failed" in event.message else _indented(event.error or "")

@@ -14,7 +14,7 @@ from dagster._daemon.types import DaemonHeartbeat
 from datacoolie_dagster import constants
 from datacoolie_dagster.commands.cli import main
 from datacoolie_dagster.commands.launch import parse_tags
-from datacoolie_dagster.commands.run_events import GAVE_UP, RUN_FAILED, USAGE
+from datacoolie_dagster.commands.run_events import GAVE_UP, RUN_FAILED, USAGE, RunEvent, progress_lines
 from datacoolie_dagster.commands.run_sources import QUEUE_DAEMON, InstanceRunSource
 from datacoolie_dagster.commands.wait import RunFollower
 
@@ -100,6 +100,13 @@ def test_a_failed_run_prints_the_failing_dataflow_and_exits_1(home: tuple[str, d
         " 1 table(s), 604 rows written"
     )
     assert not any("Emitting implicit Nothing" in line for line in lines)  # Dagster's noise stays out
+
+
+def test_events_without_a_message_print_no_empty_line() -> None:
+    assert progress_lines(RunEvent("RUN_ENQUEUED", "")) == []
+    assert progress_lines(RunEvent("RUN_CANCELED", "This run has been marked as canceled.")) == [
+        "This run has been marked as canceled."
+    ]
 
 
 def test_a_queued_run_without_a_daemon_fails_the_wait_and_asks_for_the_daemon(
