@@ -35,6 +35,7 @@ from datacoolie_dagster.commands.run_events import (
     summary_line,
 )
 from datacoolie_dagster.commands.run_sources import (
+    GraphQLRunSource,
     RunNotFoundError,
     RunSource,
     graphql_clients,
@@ -77,8 +78,6 @@ def open_source(args: argparse.Namespace, command: str) -> Iterator[RunSource | 
             print(f"datacoolie-dagster {command}: {error}", file=sys.stderr)
             yield None
             return
-        from datacoolie_dagster.commands.run_sources import GraphQLRunSource
-
         yield GraphQLRunSource(args.url, client)
         return
     home = instance_home(args, command)
@@ -93,7 +92,7 @@ def run_wait(args: argparse.Namespace) -> int:
     with open_source(args, "wait") as source:
         if source is None:
             return USAGE
-        follower = RunFollower(source, print, queued_timeout=args.queued_timeout)
+        follower = RunFollower(source, _print_now, queued_timeout=args.queued_timeout)
         try:
             return follower.follow(list(dict.fromkeys(args.run_ids)), timeout=args.timeout, poll=args.poll)
         except RunNotFoundError as error:
@@ -102,6 +101,10 @@ def run_wait(args: argparse.Namespace) -> int:
         except Exception as error:  # the deployment went away: say where, not a traceback
             print(f"datacoolie-dagster wait: cannot read the runs: {error}", file=sys.stderr)
             return USAGE
+
+
+def _print_now(line: str) -> None:
+    print(line, flush=True)  # a CI log shows progress as it happens, not when a buffer fills
 
 
 @dataclass

@@ -1,9 +1,10 @@
 """The CI recipe of ``docs/ci.md`` (``deploy/ci/launch-stage.sh``, run verbatim) against a real
 ``dagster-webserver`` and ``dagster-daemon`` on the bundled example, SQLite and PostgreSQL instances.
 
-One deployment per storage, three CI jobs in a row: with the daemon stopped the wait gives up with the
-queued reason; with it running a stage succeeds (exit 0, the rows of every table it wrote printed, equal
-to the Delta commits); a stage with one broken source fails (exit 1, the dataflow's error printed).
+One deployment per storage, four CI jobs in a row: with no daemon yet the wait gives up with the queued
+reason; with it running a stage succeeds (exit 0, the rows of every table it wrote printed, equal to the
+Delta commits); a stage with one broken source fails (exit 1, the dataflow's error printed); with the
+daemon stopped again the wait gives up once its last heartbeat is stale (90 s).
 Each storage runs the success and the failure through the two launch paths the other one does not
 (``--url`` with no instance in the CI process, or ``dagster job launch`` into ``DAGSTER_HOME``).
 """
@@ -74,12 +75,7 @@ def test_the_ci_recipe_gates_on_the_runs(tmp_path: Path, instance_settings: Inst
         stuck = recipe(daemon, "url", QUEUED_TIMEOUT="5", TIMEOUT="120", **url_settings(url))
         assert stuck.returncode == 3, explain(stuck)
         assert stuck.stdout.count("is dagster-daemon running?") == 2 * SHARDS, explain(stuck)  # progress + summary
-        with daemon.instance() as instance:
-            queued = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED]))
-            assert {r.tags["ci/run"] for r in queued} == {"ci-42"}
-            assert len(queued) == SHARDS
-            for run in queued:  # the next CI job must not find them
-                instance.report_run_canceled(run)
+        cancel_queued(daemon, "ci-42")
 
         with running(daemon):
             # CI job 2 — a stage that succeeds: exit 0, every table written with the rows of its Delta commit
@@ -101,3 +97,22 @@ def test_the_ci_recipe_gates_on_the_runs(tmp_path: Path, instance_settings: Inst
             assert failed.returncode == 1, explain(failed)
             assert "- customers_landing_to_bronze [" in failed.stdout, explain(failed)
             assert re.search(rf"\({STAGE_JOB}\): FAILURE in .*customers_landing_to_bronze", failed.stdout)
+
+        # CI job 4 — the daemon has stopped: its last heartbeat ages, and the wait gives up once it is stale
+        stopped = recipe(daemon, "url", QUEUED_TIMEOUT="5", TIMEOUT="600", CI_RUN_ID="ci-43", **url_settings(url))
+        assert stopped.returncode == 3, explain(stopped)
+        assert re.search(
+            r"no run-queue daemon heartbeat \(last: \d+ s ago\): is dagster-daemon running\?", stopped.stdout
+        )
+        assert "--timeout" not in stopped.stdout
+        cancel_queued(daemon, "ci-43")
+
+
+def cancel_queued(daemon: Daemon, ci_run: str) -> None:
+    """Cancel the runs one CI job left QUEUED, so the next one does not find them."""
+    with daemon.instance() as instance:
+        queued = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.QUEUED]))
+        assert {r.tags["ci/run"] for r in queued} == {ci_run}
+        assert len(queued) == SHARDS
+        for run in queued:
+            instance.report_run_canceled(run)
