@@ -38,6 +38,8 @@ NAMESPACE = "datacoolie/"
 
 # asset and failure metadata
 FAILED_DATAFLOWS = "datacoolie/failed_dataflows"
+EMPTY_SHARD = "datacoolie/empty_shard"
+"""Run tag prefix, ``datacoolie/empty_shard/<stage>/<index>``: why that shard of the run had no dataflow."""
 FORMAT = "datacoolie/format"
 SOURCE = "datacoolie/source"
 FINAL_FAILURE = "datacoolie/final_failure"

@@ -13,6 +13,9 @@ It calls the daemon's own schedule and sensor iterations once, synchronously (pr
 functions, see :mod:`datacoolie_dagster.dagster_internal`): Dagster has no public "tick once" API.
 A fresh schedule starts counting at its first tick (as with the daemon), so the first ``tick`` of a
 new deployment only records state.
+
+``launch`` (submit a run to a webserver) and ``wait`` (follow runs, exit 0 only if all succeeded) are
+the CI commands: see :mod:`.launch`, :mod:`.wait` and ``docs/ci.md``.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from datacoolie_dagster.commands.cli_options import (
     load_target,
     quiet_instance_logs,
 )
+from datacoolie_dagster.commands.launch import add_launch_parser
 from datacoolie_dagster.commands.rebuild import add_rebuild_parser
+from datacoolie_dagster.commands.wait import add_wait_parser
 
 if TYPE_CHECKING:
     from datacoolie_dagster.dagster_internal import (
@@ -79,6 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     add_backfill_parser(commands)
     add_rebuild_parser(commands)
     add_adopt_parser(commands)
+    add_launch_parser(commands)
+    add_wait_parser(commands)
     return parser
 
 

@@ -30,7 +30,7 @@ from datacoolie_core.cli.progress import describe
 from datacoolie_core.metadata.selection import normalize_names
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.distributor import JobDistributor
-from datacoolie_dagster.constants import DATAFLOWS_RETRIED, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
+from datacoolie_dagster.constants import DATAFLOWS_RETRIED, EMPTY_SHARD, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
 from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
@@ -239,7 +239,10 @@ def _run_shard_op(
         runtimes: list[DataFlowRuntimeInfo] = []
         with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets
             with resource.driver(**overrides) as driver:
-                dataflows = _shard_dataflows(parsed, shard, JobDistributor.from_config(driver.config))
+                chosen = _step_dataflows(parsed, shard)
+                dataflows = JobDistributor.from_config(driver.config).select(chosen)
+                if not dataflows:
+                    _report_empty_shard(context, shard, chosen)
                 for level in _run_in_lineage_order(driver, dataflows, assets_by_dataflow):
                     runtimes.extend(level)
                     yield from masked_events(_materializations(level, assets_by_dataflow, context.instance))
@@ -255,12 +258,35 @@ def _run_shard_op(
     return run_shard
 
 
-def _shard_dataflows(parsed: list[DataFlow], shard: Mapping[str, Any], shard_of: JobDistributor) -> list[DataFlow]:
-    """The dataflows of the shard's stage(s) (or ``dataflow_ids``) that its ``job_index`` owns."""
+def _step_dataflows(parsed: list[DataFlow], shard: Mapping[str, Any]) -> list[DataFlow]:
+    """The dataflows of the shard's stage(s) (or ``dataflow_ids``), before sharding."""
     stages = set(normalize_names(shard["stage"]))
     ids = shard.get("dataflow_ids")
-    chosen = [d for d in parsed if (not stages or d.stage in stages) and (ids is None or d.dataflow_id in ids)]
-    return shard_of.select(chosen)
+    return [d for d in parsed if (not stages or d.stage in stages) and (ids is None or d.dataflow_id in ids)]
+
+
+def empty_shard_reason(shard: Mapping[str, Any], step_dataflows: list[DataFlow]) -> str:
+    """Why a shard has nothing to run, e.g. ``shard 0/3 has no dataflow of stage X: 2 active
+    dataflow(s) spread over 3 shards (by group_number, else a hash of the dataflow id) went to shard(s) 1``.
+    """
+    what = f"stage {shard['stage']}" if shard["stage"] else "this step"
+    active = [d for d in step_dataflows if d.is_active]
+    owners = sorted({JobDistributor.shard_of(d, shard["job_num"]) for d in active})
+    spread = f"{len(active)} active dataflow(s) spread over {shard['job_num']} shards"
+    went = f" (by group_number, else a hash of the dataflow id) went to shard(s) {', '.join(map(str, owners))}"
+    return f"shard {shard['job_index']}/{shard['job_num']} has no dataflow of {what}: {spread}" + (
+        went if owners else ""
+    )
+
+
+def _report_empty_shard(
+    context: dg.OpExecutionContext, shard: Mapping[str, Any], step_dataflows: list[DataFlow]
+) -> None:
+    """Say it in the step's log and in a run tag (the run's page shows it; CI can query it)."""
+    reason = empty_shard_reason(shard, step_dataflows)
+    context.log.info(reason)
+    key = f"{EMPTY_SHARD}/{shard['stage'] or context.op.name}/{shard['job_index']}"
+    context.instance.add_run_tags(context.run_id, {key: reason})
 
 
 def _tags(snapshot: MetadataSnapshot | None) -> dict[str, str] | None:
