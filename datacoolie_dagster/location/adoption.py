@@ -22,9 +22,8 @@ from datacoolie_dagster import constants
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.provenance import provenance_tags
 from datacoolie_dagster.location.results import delta_table_metadata
-from datacoolie_dagster.location.table_state import partition_counts
+from datacoolie_dagster.location.table_state import partition_counts, table_window_spec
 from datacoolie_dagster.location.tables import lineage_levels
-from datacoolie_dagster.location.touched import window_spec
 
 ADOPTED_BY = "datacoolie-dagster adopt"
 
@@ -82,7 +81,7 @@ def _events(
 ) -> list[dg.AssetMaterialization]:
     tags = provenance_tags(instance, asset.spec, version) or None
     partitioning = asset.partitioning
-    spec = next((s for d in asset.table.dataflows if partitioning and (s := window_spec(partitioning, d))), None)
+    spec = table_window_spec(asset)
     if partitioning is None or spec is None or asset.table.path is None:
         return [dg.AssetMaterialization(asset_key=asset.spec.key, metadata=state, tags=tags)]
     counts = partition_counts(asset.table.path, partitioning, spec, version=version)

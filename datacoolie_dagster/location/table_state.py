@@ -45,6 +45,14 @@ class PartitionCounts:
     """Rows the write changed in the partition."""
 
 
+def table_window_spec(asset: TableAsset) -> WindowSpec | None:
+    """The window column of a partitioned table: the first of its dataflows that names one."""
+    partitioning = asset.partitioning
+    if partitioning is None:
+        return None
+    return next((s for d in asset.table.dataflows if (s := window_spec(partitioning, d)) is not None), None)
+
+
 def merged_figures(metadata: dict[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
     """``metadata`` with a partition's ``own`` figures; a ``None`` figure removes the write's total."""
     merged = metadata | {k: v for k, v in own.items() if v is not None}
@@ -60,7 +68,7 @@ def partition_metadata(
     """
     figures: dict[str, dict[str, Any]] = {k: {} for k in keys}
     partitioning, path = asset.partitioning, asset.table.path
-    spec = next((s for d in asset.table.dataflows if partitioning and (s := window_spec(partitioning, d))), None)
+    spec = table_window_spec(asset)
     if partitioning is None or spec is None or not path or asset.table.first.destination.connection.format != "delta":
         return figures
     writes = [c for r in runtimes for c in (r.chunks or [r])]  # a replay's rows carry its chunks' run ids
