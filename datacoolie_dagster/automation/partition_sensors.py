@@ -15,8 +15,11 @@ the touched partitions are requested as a backfill would: contiguous keys in one
   saved) asks for the same keys, and Dagster drops them, across daemon restarts.
 * ``max_runs``: runs of a limited stage wait in the run queue on the stage's pool
   (:mod:`.limits`); the sensor requests them all and never drops one.
-* First evaluation (no cursor): all the data there is new, so every partition holding data runs
-  once (as ``datacoolie_sources`` requests every source with data).
+* First evaluation (no cursor), and a source the cursor does not hold yet (a table or dataflow new
+  in the metadata, or the cursor deleted): the source's present state (file listing, Delta
+  versions, largest watermark values; no data read) is the baseline and nothing is requested.
+  Partitions already holding data are not replayed: switching the sensor on, or losing its
+  cursor, never rebuilds a table; only data landing after that is requested.
 * Values outside the partitions (before ``start``, after ``end``, or in the current, unfinished
   window) are counted in the sensor log and not requested.
 * A source that cannot be read is named in the skip reason (or log) and its table's cursor entry is
@@ -207,13 +210,16 @@ def evaluate_partitions(
 
 def _table_change(table: PartitionedTable, seen: dict[str, Any], skipped: list[int]) -> tuple[set[str], dict[str, Any]]:
     # the readers (Polars, deltalake, sqlglot) load with the first evaluation, not with the code location
-    from datacoolie_dagster.automation.source_changes import read_change
+    from datacoolie_dagster.automation.source_changes import present_state, read_change
 
     partitioning = table.partitioning
 
     keys: set[str] = set()
     state: dict[str, Any] = {}
     for source in table.sources:
+        if source.name not in seen:  # first seen now: its present is the baseline, not a change
+            state[source.name] = present_state(source.dataflow, source.refs, source.column)
+            continue
 
         def keys_of(values: pl.Series, column: str = source.column) -> set[str]:
             found, outside = partition_keys(partitioning, column, values)
