@@ -222,7 +222,7 @@ def test_the_code_location_registers_the_sensor(root: Path) -> None:
     assert sensor.job_name == "__ASSET_JOB"
 
 
-def test_a_datacoolie_source_is_sensed_unless_automation_follows_it(root: Path, instance: Any) -> None:
+def test_a_datacoolie_source_is_left_to_the_watermark_sensor(root: Path, instance: Any) -> None:
     document = metadata()
     document["dataflows"].append(
         _flow(
@@ -243,15 +243,18 @@ def test_a_datacoolie_source_is_sensed_unless_automation_follows_it(root: Path, 
     write_deltalake(
         str(root / "lake" / "bronze" / "sales" / "orders_by_month"), orders(datetime(2024, 5, 2)).to_arrow()
     )
-    assert runs(tick(root, instance), "silver/silver_orders") == [("2024-05",)]
-
+    assert runs(tick(root, instance), "silver/silver_orders") == []  # one owner per reader: not this sensor
     assets = table_assets(root)
+    assert "silver/silver_orders" not in [t.name for t in partitioned_tables(assets)]
+    (reader,) = partitioned_tables(assets, upstreams=True)  # the watermark sensor reads bronze's change for it
+    assert (reader.name, [s.name for s in reader.sources]) == ("silver/silver_orders", ["silver_by_month"])
+
     followed = [
         TableAsset(a.table, a.spec.replace_attributes(automation_condition=dg.AutomationCondition.eager()), a.partitioning)
         if a.spec.key.to_user_string() == "silver/silver_orders" else a
         for a in assets
     ]  # fmt: skip
-    assert "silver/silver_orders" not in [t.name for t in partitioned_tables(followed)]
+    assert partitioned_tables(followed, upstreams=True) == []  # the automation follows it then
 
 
 def test_runs_of_a_stage_with_max_runs_queue_on_its_pool(root: Path) -> None:
