@@ -374,7 +374,7 @@ def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(
 
     # crash=True: SIGKILL, not a shutdown; the cursor must hold anyway
     with running(daemon, crash=True), daemon.instance() as instance:
-        baseline = lambda: any(t.status == dg.TickStatus.SKIPPED for t in _sensor_ticks(instance))  # noqa: E731
+        baseline = lambda: any(t.status.value == "SKIPPED" for t in _sensor_ticks(instance))  # noqa: E731
         wait_until(baseline, 45, "the baseline tick", log)
         land(tmp_path, "sales/orders", ORDERS)
         wait_until(lambda: any(r.status in FINISHED for r in instance.get_runs()), 45, "a finished run", log)
