@@ -1,8 +1,9 @@
 """The partition sensor: runs for exactly the partitions new source data touches.
 
 :func:`build_partition_sensors` builds ONE sensor (``datacoolie_partitions``) over every partitioned
-table with an external source (files, Delta, SQLite/PostgreSQL) — or a DataCoolie source, a Delta
-table of this metadata, when the table has no automation condition (automation follows it then).
+table with an external source (files, Delta, SQLite/PostgreSQL). A partitioned table reading a table
+of this metadata follows it through the automation or the watermark sensor (docs/automation.md),
+never through this sensor.
 Each evaluation reads what changed in those sources since its cursor (:mod:`.source_changes`):
 the new files' window column, the Delta change between versions, the rows past the watermark.
 The window values map to the table's partition keys (late data maps to its old window), and
@@ -15,8 +16,11 @@ the touched partitions are requested as a backfill would: contiguous keys in one
   saved) asks for the same keys, and Dagster drops them, across daemon restarts.
 * ``max_runs``: runs of a limited stage wait in the run queue on the stage's pool
   (:mod:`.limits`); the sensor requests them all and never drops one.
-* First evaluation (no cursor): all the data there is new, so every partition holding data runs
-  once (as ``datacoolie_sources`` requests every source with data).
+* First evaluation (no cursor), and a source the cursor does not hold yet (a table or dataflow new
+  in the metadata, or the cursor deleted): the source's present state (file listing, Delta
+  versions, largest watermark values; no data read) is the baseline and nothing is requested.
+  Partitions already holding data are not replayed: switching the sensor on, or losing its
+  cursor, never rebuilds a table; only data landing after that is requested.
 * Values outside the partitions (before ``start``, after ``end``, or in the current, unfinished
   window) are counted in the sensor log and not requested.
 * A source that cannot be read is named in the skip reason (or log) and its table's cursor entry is
@@ -36,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
@@ -89,6 +93,8 @@ class PartitionedTable:
     asset_key: dg.AssetKey
     partitioning: TablePartitioning
     sources: tuple[SensedSource, ...]
+    upstream_keys: tuple[dg.AssetKey, ...] = ()
+    """What the table depends on (its sources' assets, this metadata's tables among them)."""
 
     @property
     def name(self) -> str:
@@ -105,6 +111,8 @@ class PartitionEvaluation:
     outside: list[str] = field(default_factory=list)
     """Tables with window values outside their partitions (not requested)."""
     sensed: int = 0
+    state: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """``{table: {dataflow: source state}}``: what the cursor keeps."""
 
     def skip_reason(self) -> str:
         if self.unreadable:
@@ -159,23 +167,31 @@ def replays_safely(dataflows: Sequence[DataFlow]) -> bool:
     return all(d.destination.load_type in REPLAYABLE_LOAD_TYPES for d in dataflows)
 
 
-def partitioned_tables(assets: Sequence[TableAsset]) -> list[PartitionedTable]:
-    """The tables the partition sensor watches (see the module docstring for what is left out). No I/O."""
+def partitioned_tables(assets: Sequence[TableAsset], *, upstreams: bool = False) -> list[PartitionedTable]:
+    """The tables the partition sensor watches, with their external sources (see the module docstring
+    for what is left out). No I/O.
+
+    ``upstreams``: instead, the partitioned readers of this metadata's tables that no automation
+    condition follows, with those tables as their sources: the watermark sensor reads their changes
+    (:mod:`.watermark_sensor`).
+    """
     sensed = []
     for asset in assets:
         table, partitioning = asset.table, asset.partitioning
         if partitioning is None or not triggers_enabled(table) or not replays_safely(table.dataflows):
             continue
-        follows_upstream = asset.spec.automation_condition is not None
+        if upstreams and asset.spec.automation_condition is not None:
+            continue
         sources = []
         for dataflow in table.dataflows:
-            refs = tuple(r for r in source_refs(dataflow) if r in table.sources or not follows_upstream)
+            refs = tuple(r for r in source_refs(dataflow) if (r in table.sources) != upstreams)
             column = partitioning.config.chunk_column or next(iter(dataflow.source.watermark_columns), None)
             sensable = is_sensable(dataflow, refs) and senses_partitions(dataflow)
             if column and sensable and _has_watermark(dataflow):
                 sources.append(SensedSource(dataflow, refs, column))
         if sources:
-            sensed.append(PartitionedTable(asset.spec.key, partitioning, tuple(sources)))
+            deps = tuple(d.asset_key for d in asset.spec.deps)
+            sensed.append(PartitionedTable(asset.spec.key, partitioning, tuple(sources), deps))
     return sensed
 
 
@@ -188,32 +204,63 @@ def evaluate_partitions(
         SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
     """
     previous = parse_cursor(cursor, sensor_name)
+    evaluation = evaluate_tables(tables, previous, job=job, trigger="partition_sensor")
+    return replace(evaluation, cursor=dump_cursor(evaluation.state))
+
+
+def evaluate_tables(
+    tables: Sequence[PartitionedTable],
+    previous: dict[str, dict[str, Any]],
+    *,
+    job: str | None,
+    trigger: str,
+    held: frozenset[str] = frozenset(),
+    missing_is_empty: bool = False,
+) -> PartitionEvaluation:
+    """:func:`evaluate_partitions` on a parsed cursor; the tables' next state is in ``state`` (no ``cursor``).
+
+    ``held``: tables not read this time (their entry kept as it was); ``trigger`` tags the runs.
+    ``missing_is_empty``: a source first seen unreadable is recorded as seen empty (an upstream table
+    of this metadata not created yet: all it gets is new), not left to be the baseline when readable.
+    """
     state = {t.name: previous[t.name] for t in tables if t.name in previous}  # forget unsensed tables
     requests: list[dg.RunRequest] = []
     unreadable: list[str] = []
     outside: list[str] = []
     for table in tables:
+        if table.name in held:
+            continue
         skipped: list[int] = []
         try:
-            keys, state[table.name] = _table_change(table, previous.get(table.name, {}), skipped)
+            keys, state[table.name] = _table_change(table, previous.get(table.name, {}), skipped, missing_is_empty)
         except SourceError as e:
             unreadable.append(f"table '{table.name}': {e}")
             continue
         if sum(skipped):
             outside.append(f"table '{table.name}': {sum(skipped)} window value(s) outside its partitions not requested")
-        requests += partition_run_requests(table, keys, _digest(state[table.name]), job)
-    return PartitionEvaluation(requests, dump_cursor(state), unreadable, outside, len(tables))
+        requests += partition_run_requests(table, keys, _digest(state[table.name]), job, trigger)
+    return PartitionEvaluation(requests, "", unreadable, outside, len(tables), state)
 
 
-def _table_change(table: PartitionedTable, seen: dict[str, Any], skipped: list[int]) -> tuple[set[str], dict[str, Any]]:
+def _table_change(
+    table: PartitionedTable, seen: dict[str, Any], skipped: list[int], missing_is_empty: bool = False
+) -> tuple[set[str], dict[str, Any]]:
     # the readers (Polars, deltalake, sqlglot) load with the first evaluation, not with the code location
-    from datacoolie_dagster.automation.source_changes import read_change
+    from datacoolie_dagster.automation.source_changes import present_state, read_change
 
     partitioning = table.partitioning
 
     keys: set[str] = set()
     state: dict[str, Any] = {}
     for source in table.sources:
+        if source.name not in seen:  # first seen now: its present is the baseline, not a change
+            try:
+                state[source.name] = present_state(source.dataflow, source.refs, source.column)
+            except SourceError:
+                if not missing_is_empty:
+                    raise
+                state[source.name] = {}
+            continue
 
         def keys_of(values: pl.Series, column: str = source.column) -> set[str]:
             found, outside = partition_keys(partitioning, column, values)
@@ -262,14 +309,14 @@ def partition_runs(partitioning: TablePartitioning, keys: set[str] | frozenset[s
 
 
 def partition_run_requests(
-    table: PartitionedTable, keys: set[str], version: str, job: str | None
+    table: PartitionedTable, keys: set[str], version: str, job: str | None, trigger: str = "partition_sensor"
 ) -> list[dg.RunRequest]:
     """One request per run of :func:`partition_runs`, keyed by (table, partitions, source version)."""
     requests = []
     for run in partition_runs(table.partitioning, keys):
         first, last = run[0], run[-1]
         span = first if first == last else f"{first}...{last}"
-        tags = {TRIGGER_TAG: "partition_sensor", AUTOMATED_TAG: "true"}
+        tags = {TRIGGER_TAG: trigger, AUTOMATED_TAG: "true"}
         if first != last:
             tags |= {RANGE_START_TAG: first, RANGE_END_TAG: last}
         requests.append(

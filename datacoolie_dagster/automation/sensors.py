@@ -9,8 +9,13 @@ tagged ``datacoolie/trigger=sensor`` and ``datacoolie/automated=true``. Its ``ru
 table with a digest of its fingerprint, so the same change seen twice (a crash before the cursor was
 saved, a daemon restart) is deduplicated by Dagster even without the cursor.
 
-* First evaluation (no cursor): every table whose source holds data is requested (the watermark
-  makes the load incremental, so this is at worst one run that loads nothing).
+* First evaluation (no cursor), and any table the cursor does not hold yet (new in the metadata,
+  or the cursor deleted): the sources' present state is the baseline and nothing is requested. Data
+  that was there before the sensor saw the table is not its business (it is loaded already, or the
+  stage job or a materialization loads it); only changes after that are requested. Switching the
+  sensor on, or losing its cursor, never replays history. A table whose sources cannot be read when
+  first seen (a landing folder not created yet) is recorded as seen empty: what it gets once
+  readable is new.
 * A source that cannot be read (missing folder or table, database error) is named in the skip
   reason (or the sensor log when other tables are requested) and its table's cursor entry is kept,
   so the change is seen once the source is readable.
@@ -66,7 +71,9 @@ class SensorCursorError(DataCoolieError):
     ``cleared`` says what the sensor does with no cursor (the hint of ``--delete``).
     """
 
-    def __init__(self, sensor: str, reason: str, cleared: str = "requests every source with data") -> None:
+    def __init__(
+        self, sensor: str, reason: str, cleared: str = "takes the present as its baseline, requesting nothing"
+    ) -> None:
         self.sensor = sensor
         self.reason = reason
         self.cleared = cleared
@@ -199,12 +206,13 @@ def evaluate_sources(
             fingerprints = {str(d.name or d.dataflow_id): fingerprint_source(d, refs) for d, refs in table.sources}
         except SourceError as e:
             unreadable.append(f"table '{table.name}': {e}")
+            state.setdefault(table.name, {})  # first seen unreadable (a folder not created yet): all it gets is new
             continue
         if fingerprints != previous.get(table.name):
             state[table.name] = fingerprints
             observations.update((o.asset_key, o) for o in _observations(table, fingerprints))
-            if any(has_data(f) for f in fingerprints.values()):
-                changed.append((table, fingerprints))
+            if table.name in previous and any(has_data(f) for f in fingerprints.values()):
+                changed.append((table, fingerprints))  # a table first seen now: its present is the baseline
     run_request = _run_request(changed, job)
     return SourceEvaluation(run_request, dump_cursor(state), unreadable, len(sensed), list(observations.values()))
 

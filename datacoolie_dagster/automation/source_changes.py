@@ -90,13 +90,32 @@ def read_change(
     raise SourceError(f"{label}: format '{fmt}' cannot be sensed by partition")
 
 
+def present_state(dataflow: DataFlow, refs: Sequence[SourceRef], column: str) -> dict[str, Any]:
+    """The state :func:`read_change` would keep after reading everything, read without the data.
+
+    The baseline of a source the sensor sees for the first time: the file listing, the Delta
+    versions, the largest watermark values (one ``MAX`` query). ``column`` is not read.
+
+    Raises:
+        SourceError: the source cannot be read.
+    """
+    fmt = dataflow.source.connection.format or ""
+    label = source_label(dataflow.source)
+    if fmt == "delta":
+        return {"delta_versions": {ref_name(ref): int(open_delta(ref, label).version()) for ref in refs}}
+    if fmt in EXTENSIONS:
+        return _files_state(source_files(dataflow, label))
+    if fmt == "sql":
+        return {"max": _database_maxima(dataflow, label)}
+    raise SourceError(f"{label}: format '{fmt}' cannot be sensed by partition (window column '{column}')")
+
+
 # --- files ----------------------------------------------------------------------------------------
 
 
 def _file_change(dataflow: DataFlow, column: str, before: dict[str, Any] | None, keys_of: KeysOf, label: str) -> Change:
     files = source_files(dataflow, label)
-    state = files_fingerprint(files)
-    state["latest"] = sorted(f.path for f in files if f.modified.isoformat() == state["modified"])
+    state = _files_state(files)
     if state == before:
         return Change(frozenset(), state)
     new = _new_files(files, before)
@@ -113,6 +132,13 @@ def _file_change(dataflow: DataFlow, column: str, before: dict[str, Any] | None,
         if frame is not None:
             keys |= keys_of(_window_column(frame, column, f"{label}: file '{info.path}'"))
     return Change(frozenset(keys), state)
+
+
+def _files_state(files: Sequence[FileInfo]) -> dict[str, Any]:
+    """The listing's fingerprint and the files at its newest modification time."""
+    state = files_fingerprint(files)
+    state["latest"] = sorted(f.path for f in files if f.modified.isoformat() == state["modified"])
+    return state
 
 
 def _new_files(files: Sequence[FileInfo], before: dict[str, Any] | None) -> list[FileInfo]:
@@ -211,6 +237,18 @@ def _database_change(
         values = [row[i] for row in rows if row[i] is not None]
         maxima[name] = jsonable(max(values)) if values else seen.get(name)
     return Change(frozenset(keys_of(pl.Series([row[0] for row in rows]))), {"max": maxima})
+
+
+def _database_maxima(dataflow: DataFlow, label: str) -> dict[str, Any]:
+    """``{watermark column: MAX(column)}`` over the whole source, as :func:`_database_change` keeps them."""
+    watermarks = [c for c in dataflow.source.watermark_columns if c.lower() != FILE_MODIFICATION_TIME]
+    if not watermarks:
+        raise SourceError(f"{label}: a database source is sensed by partition only with a watermark column")
+    connection, dialect, base = source_query(dataflow, label)
+    query = exp.select(*(exp.Max(this=_column(c, dialect)) for c in watermarks))
+    query = query.from_(base.subquery(exp.to_identifier("t", quoted=True)))
+    (row,) = fetch_rows(connection, dialect, query, label, "read the largest watermark values")
+    return {name: jsonable(value) for name, value in zip(watermarks, row, strict=True)}
 
 
 def _bucket(column: exp.Expr, grain: Grain, dialect: str) -> exp.Expr:

@@ -1,33 +1,37 @@
-"""The watermark sensor: tables follow a watermark that moved outside Dagster.
+"""The watermark sensor: tables follow a table of this metadata loaded outside Dagster, and the
+partitioned readers no automation condition can follow.
 
-One sensor (``datacoolie_watermarks``) watches the watermark of every dataflow whose destination
-another table of the metadata reads. When one advances — a ``datacoolie run`` from cron or CI, a
-replay, any path — the tables reading that destination are requested:
+One sensor (``datacoolie_watermarks``), two duties (docs/automation.md has the table of who requests what):
 
-* unpartitioned readers together in ONE run (the multi-asset orders them along the lineage);
-* a partitioned reader once per window between the old and the new watermark, on the reader's
-  window column (``chunk_column``): the windows the moved rows can fall into. Only readers loaded
-  with ``merge_upsert``, ``merge_overwrite`` or ``scd2``: a window run again would append its rows a
-  second time, or overwrite the table with one window (see :mod:`.partition_sensors`). And not the
-  readers the partition sensor watches: it reads the change itself and requests exactly the windows
-  its rows touched (late ones included), so this sensor does not request approximate ones as well.
+* **Watermarks moved outside Dagster.** It watches the watermark of every dataflow whose destination
+  another table of the metadata reads. When one advances — a ``datacoolie run`` from cron or CI, a
+  replay — the readers are requested: unpartitioned ones together in ONE run (the multi-asset
+  orders them along the lineage), a partitioned reader of partitioned tables once per window
+  between the old and the new watermark, on its window column. A reader with an automation
+  condition is left to the automation when the instance recorded the load (a Dagster run, or a
+  CLI run with ``DAGSTER_HOME`` set: its runless materialization names the dataflow run that wrote
+  the watermark).
+* **Exact readers** (:func:`exact_readers`): a partitioned table (``merge_upsert``,
+  ``merge_overwrite``, ``scd2``) reading an unpartitioned table of this metadata has no automation
+  condition (every window would depend on the whole upstream). Each tick reads the upstream's
+  Delta change since the version seen, as the partition sensor reads an external Delta source, and
+  requests exactly the windows its new rows fall in (late rows included), whoever loaded it.
 
-**Not sensed twice.** A Dagster run that writes a table records a materialization whose
-``datacoolie/dataflow_run_ids`` names the dataflow runs that wrote it, and Dagster's automation
-(:func:`~datacoolie_dagster.automation.sensors.automation_for`) makes the readers follow that materialization.
-The store tells which dataflow run wrote the current watermark (the file store: the settled commit
-record beside it, when it holds the same watermark). A change whose writer the instance's recent
-materializations of the table name is left to the automation for every reader that has one; the
-others (partitioned readers of an unpartitioned table) are requested as for any change. Comparing
-with what the instance recorded, rather than tagging the watermark with a Dagster run id, keeps
-the store Dagster-free and also covers loads the CLI reported to the instance.
+**The race.** A Dagster run saves a table's watermark as its commit lands but records the
+materialization later (a stage run: after its whole driver run). A table that a run not yet
+finished may write (its asset selection holds it, or it is a stage job of the table's stage) is
+*held*: its watermark change and its exact readers wait in the cursor until the run finished, and
+are then judged on what the instance recorded. So a Dagster run never has its readers requested
+both by the automation and by this sensor, and no exact reader runs before its upstream's run ended.
 
-**Cursor.** ``{"format": 1, "watermarks": {dataflow_id: stored text}}``. The first evaluation only
-records the watermarks (one that existed before the sensor started is not a change). Run keys are
-``<table>[|<partition>]|<dataflow>@<digest of the new watermark>,…``: the same change seen twice
-(a crash before the cursor was saved, a daemon restart) is deduplicated by Dagster. An unreadable
-cursor raises :class:`~datacoolie_dagster.automation.sensors.SensorCursorError`; an unreadable watermark is
-named in the skip reason and its cursor entry kept, so the change is seen once it reads.
+**Cursor.** ``{"format": 1, "watermarks": {dataflow_id: stored text}, "tables": {reader: {dataflow:
+upstream state}}}``. The first evaluation (and one after the cursor was deleted) only records: a
+watermark or a Delta version present before the sensor started is not a change, so switching it on
+requests nothing (an upstream table not created yet is recorded as seen empty). Run keys name the
+reader, its windows and a digest of the new state: the same change seen twice (a crash before the
+cursor was saved, a daemon restart) is deduplicated by Dagster. An unreadable cursor raises
+:class:`~datacoolie_dagster.automation.sensors.SensorCursorError`; an unreadable watermark is named
+in the skip reason and its cursor entry kept, so the change is seen once it reads.
 """
 
 from __future__ import annotations
@@ -42,10 +46,17 @@ import dagster as dg
 
 from datacoolie_core.errors import WatermarkError
 from datacoolie_dagster import constants
-from datacoolie_dagster.automation.partition_sensors import partitioned_tables, replays_safely
+from datacoolie_dagster.automation.partition_sensors import (
+    PartitionedTable,
+    evaluate_tables,
+    partitioned_tables,
+    replays_safely,
+)
 from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError, triggers_enabled
 from datacoolie_dagster.automation.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
 from datacoolie_dagster.location.assets import TableAsset
+from datacoolie_dagster.location.jobs import ALL_STAGES_JOB
+from datacoolie_dagster.location.tables import identifier
 
 WATERMARK_SENSOR_NAME = "datacoolie_watermarks"
 CURSOR_FORMAT = 1
@@ -60,7 +71,11 @@ class WatchedDataflow:
     dataflow_id: str
     table_key: dg.AssetKey
     readers: tuple[TableAsset, ...]
-    """Readers to request; those the partition sensor watches are left out."""
+    """Readers to request; the exact readers (:func:`exact_readers`) are left out."""
+
+    def token_of(self, reading: WatermarkReading) -> str:
+        """``<dataflow>@<digest of the watermark>``: names one change in run keys and notes."""
+        return f"{self.dataflow_id}@{hashlib.sha256(reading.text.encode()).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True)
@@ -71,7 +86,7 @@ class WatermarkChange:
 
     @property
     def token(self) -> str:
-        return f"{self.dataflow.dataflow_id}@{hashlib.sha256(self.new.text.encode()).hexdigest()[:12]}"
+        return self.dataflow.token_of(self.new)
 
 
 @dataclass(frozen=True)
@@ -89,14 +104,15 @@ class WatermarkEvaluation:
 
 
 def watched_dataflows(assets: Sequence[TableAsset]) -> list[WatchedDataflow]:
-    """Every dataflow writing a table that another (triggerable) table reads. No I/O."""
+    """Every dataflow writing a table that another (triggerable) table reads. No I/O.
+
+    Readers read exactly (:func:`exact_readers`) are not listed: their upstream's change is read instead.
+    """
     by_table = {a.table.key: a for a in assets}
-    # without an automation condition the partition sensor also watches a reader's DataCoolie sources
-    partition_sensed = {t.asset_key for t in partitioned_tables(assets)}
+    exact = {t.asset_key for t in exact_readers(assets)}
     readers: dict[str, list[TableAsset]] = {}
     for asset in assets:
-        left_to_partition_sensor = asset.spec.key in partition_sensed and asset.spec.automation_condition is None
-        if triggers_enabled(asset.table) and not left_to_partition_sensor:
+        if triggers_enabled(asset.table) and asset.spec.key not in exact:
             for upstream in asset.table.upstream:
                 readers.setdefault(upstream, []).append(asset)
     return [
@@ -105,6 +121,13 @@ def watched_dataflows(assets: Sequence[TableAsset]) -> list[WatchedDataflow]:
         if key in by_table
         for dataflow_id in by_table[key].table.dataflow_ids
     ]
+
+
+def exact_readers(assets: Sequence[TableAsset]) -> list[PartitionedTable]:
+    """Partitioned readers of this metadata's tables that no automation condition follows, with those
+    tables as their sources: each tick reads the upstream's Delta change and requests exactly the
+    windows its rows fall in (the partition sensor's reader). No I/O."""
+    return partitioned_tables(assets, upstreams=True)
 
 
 def build_watermark_sensor(
@@ -120,10 +143,11 @@ def build_watermark_sensor(
     ``feed`` reads the watermarks (:class:`~datacoolie_dagster.automation.watermark_feed.FileWatermarkFeed`
     for the file store). ``asset_job``: the job the runs launch under, as for the source sensor.
     """
-    watched = watched_dataflows(assets)
-    if not watched:
+    watched, exact = watched_dataflows(assets), exact_readers(assets)
+    if not watched and not exact:
         return []
-    readers = {r.spec.key for w in watched for r in w.readers}
+    readers = {r.spec.key for w in watched for r in w.readers} | {t.asset_key for t in exact}
+    writers = _writers(assets)
     target: dict[str, Any] = {"job_name": asset_job} if asset_job else {"target": dg.AssetSelection.assets(*readers)}
 
     @dg.sensor(
@@ -131,10 +155,15 @@ def build_watermark_sensor(
         **target,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        description=f"Runs the tables reading a table whose watermark moved outside Dagster ({len(watched)} dataflows).",
+        description=(
+            f"Runs the tables reading a table loaded outside Dagster ({len(watched)} dataflows), and the "
+            f"windows of partitioned tables their upstream's new rows fall in ({len(exact)} tables)."
+        ),
     )
     def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        evaluation = evaluate_watermarks(watched, feed, context.cursor, context.instance, job=asset_job)
+        evaluation = evaluate_watermarks(
+            watched, feed, context.cursor, context.instance, job=asset_job, exact=exact, writers=writers
+        )
         if not evaluation.run_requests:
             return dg.SensorResult(skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor)
         for note in [*evaluation.notes, *evaluation.unreadable]:
@@ -151,16 +180,25 @@ def evaluate_watermarks(
     instance: dg.DagsterInstance,
     *,
     job: str | None = None,
+    exact: Sequence[PartitionedTable] = (),
+    writers: Mapping[dg.AssetKey, frozenset[str]] | None = None,
 ) -> WatermarkEvaluation:
-    """Compare every watched watermark with ``cursor`` and request the readers of those that moved.
+    """Compare every watched watermark with ``cursor`` and request the readers of those that moved;
+    read the upstream change of every ``exact`` reader.
+
+    A table a Dagster run is still writing is held (its watermark's change, or its exact readers'
+    change, is looked at again once the run finished): ``writers`` maps each table to the jobs that
+    write it without an asset selection (its stage jobs).
 
     Raises:
         SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
     """
-    previous = parse_cursor(cursor)
+    previous, tables = parse_cursor(cursor)
+    busy = tables_being_written(instance, {w.table_key for w in watched} | _upstream_keys(exact), writers or {})
     state: dict[str, str] = {}
     changes: list[WatermarkChange] = []
     unreadable: list[str] = []
+    notes: list[str] = []
     for dataflow in watched:  # one entry per dataflow: a dataflow writes one table
         before = (previous or {}).get(dataflow.dataflow_id)
         try:
@@ -172,11 +210,72 @@ def evaluate_watermarks(
             continue
         if reading is None:
             continue
+        if previous is not None and reading.text != before and dataflow.table_key in busy:
+            notes.append(f"{dataflow.token_of(reading)} held: run {busy[dataflow.table_key]} is writing the table")
+            if before is not None:
+                state[dataflow.dataflow_id] = before
+            continue
         state[dataflow.dataflow_id] = reading.text
         if previous is not None and reading.text != before:
             changes.append(WatermarkChange(dataflow, before, reading))
-    requests, notes = plan_requests(changes, instance, job)
-    return WatermarkEvaluation(requests, dump_cursor(state), len(changes), unreadable, notes)
+    requests, planned = plan_requests(changes, instance, job)
+    held = frozenset(t.name for t in exact if _upstream_keys([t]) & busy.keys())
+    seen = tables if previous is not None else {}
+    followed = evaluate_tables(exact, seen, job=job, trigger="watermark", held=held, missing_is_empty=True)
+    notes += planned + [f"table '{t}' held: a Dagster run is writing what it reads" for t in sorted(held)]
+    notes += followed.outside
+    unreadable += followed.unreadable
+    return WatermarkEvaluation(
+        requests + followed.run_requests,
+        dump_cursor(state, followed.state),
+        len(changes) + len(followed.run_requests),
+        unreadable,
+        notes,
+    )
+
+
+IN_PROGRESS = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+"""A run in these may still commit to a table and record its materialization after that."""
+
+
+def tables_being_written(
+    instance: dg.DagsterInstance, tables: set[dg.AssetKey], writers: Mapping[dg.AssetKey, frozenset[str]]
+) -> dict[dg.AssetKey, str]:
+    """``{table: run id}`` of the ``tables`` a Dagster run not yet finished may write.
+
+    A Dagster run records a table's materialization after the commit (a stage run: after its whole
+    driver run), so between the two its watermark has moved and the instance does not know who
+    moved it yet. Held until the run finished, the change is then either recorded (the automation
+    follows it) or not (the run failed before recording: nothing follows it but this sensor).
+    """
+    if not tables:
+        return {}
+    busy: dict[dg.AssetKey, str] = {}
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=IN_PROGRESS)):
+        selected = run.asset_selection
+        for table in tables:
+            if (table in selected) if selected is not None else run.job_name in writers.get(table, frozenset()):
+                busy.setdefault(table, run.run_id)
+    return busy
+
+
+def _writers(assets: Sequence[TableAsset]) -> dict[dg.AssetKey, frozenset[str]]:
+    """The op jobs writing each table: its stages' jobs and the all-stages job (:mod:`..location.jobs`)."""
+    return {
+        a.spec.key: frozenset({ALL_STAGES_JOB, *(f"datacoolie_{identifier(d.stage or '')}" for d in a.table.dataflows)})
+        for a in assets
+    }
+
+
+def _upstream_keys(tables: Sequence[PartitionedTable]) -> set[dg.AssetKey]:
+    """The tables ``tables`` read: their sources are tables of this metadata (exact readers)."""
+    return {key for t in tables for key in t.upstream_keys}
 
 
 def plan_requests(
@@ -230,14 +329,15 @@ def _recorded(instance: dg.DagsterInstance, table_key: dg.AssetKey, writer_run_i
     return False
 
 
-def parse_cursor(cursor: str | None) -> dict[str, str] | None:
-    """``{dataflow_id: watermark text}``; ``None`` for a sensor never evaluated.
+def parse_cursor(cursor: str | None) -> tuple[dict[str, str] | None, dict[str, dict[str, Any]]]:
+    """``{dataflow_id: watermark text}`` (``None`` for a sensor never evaluated), and the exact
+    readers' ``{table: {dataflow: upstream state}}``.
 
     Raises:
         SensorCursorError: not JSON, another format, or not the expected shape.
     """
     if cursor is None:
-        return None
+        return None, {}
     try:
         document = json.loads(cursor)
     except ValueError as e:
@@ -247,7 +347,12 @@ def parse_cursor(cursor: str | None) -> dict[str, str] | None:
     watermarks = document.get("watermarks")
     if not isinstance(watermarks, dict) or not all(isinstance(v, str) for v in watermarks.values()):
         raise _cursor_error('"watermarks" must map dataflow ids to watermark text')
-    return watermarks
+    tables = document.get("tables", {})
+    if not isinstance(tables, dict) or not all(
+        isinstance(v, dict) and all(isinstance(s, dict) for s in v.values()) for v in tables.values()
+    ):
+        raise _cursor_error('"tables" must map table names to {dataflow: upstream state}')
+    return watermarks, tables
 
 
 def _cursor_error(reason: str) -> SensorCursorError:
@@ -256,5 +361,6 @@ def _cursor_error(reason: str) -> SensorCursorError:
     )
 
 
-def dump_cursor(watermarks: Mapping[str, str]) -> str:
-    return json.dumps({"format": CURSOR_FORMAT, "watermarks": dict(sorted(watermarks.items()))}, sort_keys=True)
+def dump_cursor(watermarks: Mapping[str, str], tables: Mapping[str, Any] | None = None) -> str:
+    document = {"format": CURSOR_FORMAT, "watermarks": dict(sorted(watermarks.items()))}
+    return json.dumps(document | ({"tables": dict(tables)} if tables else {}), sort_keys=True)

@@ -18,6 +18,7 @@ import polars as pl
 import pytest
 
 from tests.dagster.test_partition_sensors import code_location as partition_location
+from tests.dagster.test_partition_sensors import seen_empty
 from tests.dagster.test_sensors import METADATA, ORDERS, ORDERS_KEY, requested, tick
 
 
@@ -94,7 +95,8 @@ def test_new_date_folders_request_and_materialize_their_months(
     land_orders(tmp_path, "2026/03/01", 3)
 
     defs, sensor = partition_location(tmp_path)
-    first = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, definitions=defs))
+    empty = seen_empty(tmp_path)  # the sensor saw the folders empty: both days are new
+    first = sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=empty, definitions=defs))
     assert sorted(r.partition_key for r in first.run_requests) == ["2026-01", "2026-03"]
 
     job = defs.resolve_implicit_global_asset_job_def()

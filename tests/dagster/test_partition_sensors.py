@@ -117,9 +117,20 @@ def code_location(root: Path) -> tuple[dg.Definitions, dg.SensorDefinition]:
     return defs, sensor
 
 
-def tick(root: Path, instance: dg.DagsterInstance, cursor: str | None = None) -> Any:
-    """One evaluation of the partition sensor, as the daemon runs it."""
+SEEN_EMPTY = "seen empty"
+"""``tick``'s default: a cursor that saw every source while it held nothing (all data there is new)."""
+
+
+def seen_empty(root: Path) -> str:
+    """The cursor of a sensor that saw every source of ``root``'s metadata empty."""
+    tables = partitioned_tables(table_assets(root))
+    return json.dumps({"format": 1, "tables": {t.name: {s.name: {} for s in t.sources} for t in tables}})
+
+
+def tick(root: Path, instance: dg.DagsterInstance, cursor: str | None = SEEN_EMPTY) -> Any:
+    """One evaluation of the partition sensor, as the daemon runs it (``None``: switched on just now)."""
     defs, sensor = code_location(root)
+    cursor = seen_empty(root) if cursor == SEEN_EMPTY else cursor
     return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
 
 
@@ -211,7 +222,7 @@ def test_the_code_location_registers_the_sensor(root: Path) -> None:
     assert sensor.job_name == "__ASSET_JOB"
 
 
-def test_a_datacoolie_source_is_sensed_unless_automation_follows_it(root: Path, instance: Any) -> None:
+def test_a_datacoolie_source_is_left_to_the_watermark_sensor(root: Path, instance: Any) -> None:
     document = metadata()
     document["dataflows"].append(
         _flow(
@@ -232,15 +243,18 @@ def test_a_datacoolie_source_is_sensed_unless_automation_follows_it(root: Path, 
     write_deltalake(
         str(root / "lake" / "bronze" / "sales" / "orders_by_month"), orders(datetime(2024, 5, 2)).to_arrow()
     )
-    assert runs(tick(root, instance), "silver/silver_orders") == [("2024-05",)]
-
+    assert runs(tick(root, instance), "silver/silver_orders") == []  # one owner per reader: not this sensor
     assets = table_assets(root)
+    assert "silver/silver_orders" not in [t.name for t in partitioned_tables(assets)]
+    (reader,) = partitioned_tables(assets, upstreams=True)  # the watermark sensor reads bronze's change for it
+    assert (reader.name, [s.name for s in reader.sources]) == ("silver/silver_orders", ["silver_by_month"])
+
     followed = [
         TableAsset(a.table, a.spec.replace_attributes(automation_condition=dg.AutomationCondition.eager()), a.partitioning)
         if a.spec.key.to_user_string() == "silver/silver_orders" else a
         for a in assets
     ]  # fmt: skip
-    assert "silver/silver_orders" not in [t.name for t in partitioned_tables(followed)]
+    assert partitioned_tables(followed, upstreams=True) == []  # the automation follows it then
 
 
 def test_runs_of_a_stage_with_max_runs_queue_on_its_pool(root: Path) -> None:
@@ -275,6 +289,33 @@ def test_new_files_request_their_windows_late_ones_included_and_old_files_are_no
     assert request.job_name == "__ASSET_JOB"
     assert request.tags.items() >= {TRIGGER_TAG: "partition_sensor", AUTOMATED_TAG: "true"}.items()
     assert tick(root, instance, second.cursor).run_requests == []
+
+
+def test_switched_on_it_takes_the_present_as_baseline_and_requests_only_what_lands_after(
+    root: Path, instance: Any
+) -> None:
+    land_all(root)  # data in every source: loaded already, or the stage job's business
+    first = tick(root, instance, None)
+    assert first.run_requests == []
+    assert first.skip_message == "no new source data in any partition of the 3 sensed table(s)"
+    tables = json.loads(first.cursor)["tables"]
+    assert tables[CUSTOMERS_KEY] == {"customers_by_month": {"max": {"updated_at": "2024-01-05 00:00:00"}}}
+    assert tables[EVENTS_KEY] == {"events_by_day": {"delta_versions": {os.path.normpath("./lake/raw/events"): 0}}}
+    assert tables[FILES_KEY]["orders_by_month"]["files"] == 1
+    assert tick(root, instance, first.cursor).run_requests == []
+
+    land(root, "sales/orders", orders(datetime(2024, 2, 14)), batch=2)
+    insert_customer(root, 2, "2024-03-01 00:00:00", "2024-03-02 00:00:00")
+    after = tick(root, instance, first.cursor)
+    assert sorted(runs(after)) == [("2024-02",), ("2024-03",)]
+
+
+def test_a_lost_cursor_takes_the_present_as_baseline_again(root: Path, instance: Any) -> None:
+    land_all(root)
+    loaded = tick(root, instance)
+    assert len(loaded.run_requests) == 3
+    land(root, "sales/orders", orders(datetime(2024, 7, 1)), batch=2)  # lands while the cursor is lost
+    assert tick(root, instance, None).run_requests == []  # `dagster sensor cursor --delete`: no history replay
 
 
 def test_the_same_change_seen_twice_has_the_same_run_keys(root: Path, instance: Any) -> None:
@@ -563,9 +604,11 @@ def test_daemon_runs_the_landed_and_the_late_window_once_each_across_crashes(
     log = tmp_path / "daemon.log"
     finished = lambda n: lambda: sum(r.status in FINISHED for r in _partition_runs(instance)) >= n  # noqa: E731
 
-    # batch 1 lands in 2024-07; crash=True: SIGKILL, not a shutdown
-    land(tmp_path, "sales/orders", orders(datetime(2024, 7, 9), datetime(2024, 7, 30)))
+    # switched on over an empty landing folder; then batch 1 lands in 2024-07; crash=True: SIGKILL
+    (tmp_path / "lake" / "landing" / "sales" / "orders").mkdir(parents=True)
     with running(daemon, crash=True), daemon.instance() as instance:
+        wait_until(lambda: _sensor_state(instance)[1] is not None, 60, "the baseline cursor", log)
+        land(tmp_path, "sales/orders", orders(datetime(2024, 7, 9), datetime(2024, 7, 30)))
         wait_until(finished(1), 90, "the 2024-07 run", log)
         wait_until(lambda: _sensor_state(instance)[1] is not None, 30, "a saved cursor", log)
         _, before_late = _sensor_state(instance)

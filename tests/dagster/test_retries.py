@@ -213,6 +213,22 @@ def test_a_failed_automated_run_is_retried_once_when_due(test_instance: dg.Dagst
     assert _evaluate(sensor, test_instance, cursor)[0] == []
 
 
+def test_an_evaluation_without_a_retry_says_why_in_words(test_instance: dg.DagsterInstance) -> None:
+    clock = _Clock(time.time())
+    sensor = build_retry_sensor(base_delay_seconds=BASE, jitter=0.0, jobs=[always_fails], clock=clock)
+    context = dg.build_sensor_context(instance=test_instance, definitions=dg.Definitions(jobs=[always_fails]))
+    quiet = sensor.evaluate_tick(context)
+    assert (quiet.run_requests, quiet.skip_message) == ([], "no failed automated run to retry")
+
+    _fail_run(test_instance, {AUTOMATED: "true"})
+    context = dg.build_sensor_context(
+        instance=test_instance, cursor=quiet.cursor, definitions=dg.Definitions(jobs=[always_fails])
+    )
+    waiting = sensor.evaluate_tick(context)
+    assert waiting.run_requests == []
+    assert waiting.skip_message == f"1 retry waiting; the next is due in {BASE:.0f} s"
+
+
 def test_a_lost_cursor_reuses_the_recorded_due_time(test_instance: dg.DagsterInstance) -> None:
     run = _fail_run(test_instance, {AUTOMATED: "true"})
     clock = _Clock(time.time())

@@ -157,9 +157,15 @@ def code_location(root: Path) -> tuple[dg.Definitions, dg.SensorDefinition]:
     return defs, sensor
 
 
-def tick(root: Path, instance: dg.DagsterInstance, cursor: str | None = None) -> Any:
-    """One evaluation of the source sensor, as the daemon runs it (``SensorExecutionData``)."""
+SEEN_EMPTY = "seen empty"
+"""``tick``'s default: a cursor that saw every sensed table while its sources held nothing."""
+
+
+def tick(root: Path, instance: dg.DagsterInstance, cursor: str | None = SEEN_EMPTY) -> Any:
+    """One evaluation of the source sensor, as the daemon runs it (``None``: switched on just now)."""
     defs, sensor = code_location(root)
+    if cursor == SEEN_EMPTY:
+        cursor = json.dumps({"format": 1, "tables": {t.name: {} for t in sensed_tables(table_assets(root))}})
     context = dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs)
     return sensor.evaluate_tick(context)
 
@@ -184,7 +190,22 @@ def insert_customer(root: Path, customer_id: int, updated_at: str) -> None:
         conn.execute("INSERT INTO customers VALUES (?, ?)", (customer_id, updated_at))
 
 
-def test_first_tick_requests_every_sensed_table_with_data_in_one_tagged_run(root: Path, instance: Any) -> None:
+def test_switched_on_it_takes_the_present_as_baseline_and_requests_only_what_lands_after(
+    root: Path, instance: Any
+) -> None:
+    land_all(root)
+    first = tick(root, instance, None)
+    assert requested(first) == []
+    assert first.skip_message == "no new source data for the 3 sensed table(s)"
+    assert sorted(json.loads(first.cursor)["tables"]) == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
+    assert requested(tick(root, instance, first.cursor)) == []
+
+    land(root, "sales/orders", ORDERS, batch=2)
+    assert [keys for _, keys in requested(tick(root, instance, first.cursor))] == [[ORDERS_KEY]]
+    assert requested(tick(root, instance, None)) == []  # a lost cursor: the present again, no history replay
+
+
+def test_a_tick_requests_every_sensed_table_with_new_data_in_one_tagged_run(root: Path, instance: Any) -> None:
     land_all(root)
     data = tick(root, instance)
 
@@ -254,7 +275,9 @@ def test_unreadable_source_is_named_and_keeps_its_cursor_entry(root: Path, insta
     land(root, "sales/orders", ORDERS)  # no Delta events table, no database yet
     data = tick(root, instance)
     assert [keys for _, keys in requested(data)] == [[ORDERS_KEY]]
-    assert sorted(json.loads(data.cursor)["tables"]) == [ORDERS_KEY]
+    tables = json.loads(data.cursor)["tables"]
+    assert tables[CUSTOMERS_KEY] == tables[EVENTS_KEY] == {}  # kept as the previous tick left them
+    assert tables[ORDERS_KEY] != {}
 
     nothing_new = tick(root, instance, data.cursor)
     assert nothing_new.skip_message is not None
@@ -346,11 +369,14 @@ def test_daemon_runs_a_landed_file_once_and_not_again_after_a_restart(
                 "dataflows": METADATA["dataflows"][:1]}  # fmt: skip
     (tmp_path / "metadata.json").write_text(json.dumps(document), encoding="utf-8")
     (tmp_path / "defs.py").write_text(CODE_LOCATION, encoding="utf-8")
-    land(tmp_path, "sales/orders", ORDERS)
+    (tmp_path / "lake" / "landing" / "sales" / "orders").mkdir(parents=True)
     log = tmp_path / "daemon.log"
 
     # crash=True: SIGKILL, not a shutdown; the cursor must hold anyway
     with running(daemon, crash=True), daemon.instance() as instance:
+        baseline = lambda: any(t.status.value == "SKIPPED" for t in _sensor_ticks(instance))  # noqa: E731
+        wait_until(baseline, 45, "the baseline tick", log)
+        land(tmp_path, "sales/orders", ORDERS)
         wait_until(lambda: any(r.status in FINISHED for r in instance.get_runs()), 45, "a finished run", log)
     with daemon.instance() as instance:
         ticks = len(_sensor_ticks(instance))

@@ -2,8 +2,8 @@
 
 * A ``datacoolie run`` (the CLI, no Dagster instance configured) moves bronze watermarks: each
   reader runs once, and not again after the daemon is SIGKILLed and restarted; a later Dagster run
-  of the upstream is left to the automation (the sensor requests only the windows nothing else
-  follows). On SQLite and PostgreSQL.
+  of the upstream is left to the automation (the watermark sensor requests only the windows nothing
+  else follows). On SQLite and PostgreSQL.
 * A monthly table over a daily one: the month runs after all its days, never before (SQLite).
 """
 
@@ -19,7 +19,6 @@ import dagster as dg
 import pytest
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.automation.partition_sensors import PARTITION_SENSOR_NAME
 from datacoolie_dagster.automation.sensors import AUTOMATION_SENSOR_NAME, TRIGGER_TAG
 from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
 from tests.dagster.cli_support import BIN, REPOSITORY
@@ -115,10 +114,10 @@ def test_a_cli_load_runs_each_reader_once_across_a_crash(
     monkeypatch.chdir(tmp_path)
     daemon, defs = start(tmp_path, instance_settings)
     log = tmp_path / "daemon.log"
-    # orders_monthly reads the unpartitioned bronze table: the partition sensor requests the windows
-    # its new rows fall in (one range run), the watermark sensor the rest
+    # orders_monthly reads the unpartitioned bronze table: the watermark sensor requests the windows
+    # its new rows fall in (one range run, read from bronze's Delta change), and the other readers
     expected = Counter(
-        {(ORDERS, None, "watermark"): 1, (ORDERS_MONTHLY, "2024-01..2024-02", "partition_sensor"): 1,
+        {(ORDERS, None, "watermark"): 1, (ORDERS_MONTHLY, "2024-01..2024-02", "watermark"): 1,
          (EVENTS_MONTHLY, "2024-01", "watermark"): 1}
     )  # fmt: skip
 
@@ -126,26 +125,26 @@ def test_a_cli_load_runs_each_reader_once_across_a_crash(
         wait_until(lambda: cursor_of(instance, WATERMARK_SENSOR_NAME) is not None, TIMEOUT, "the first cursor", log)
         cli_run(daemon)
         wait_until(lambda: sum(runs_of(instance).values()) >= 3, TIMEOUT, "the readers requested", log)
-        settle(daemon, instance, WATERMARK_SENSOR_NAME, PARTITION_SENSOR_NAME)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME)
     with daemon.instance() as instance:
         assert runs_of(instance) == expected
         assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in instance.get_runs())
 
     # SIGKILLed above; restarted: the cursor holds, nothing is requested again
     with running(daemon, crash=True), daemon.instance() as instance:
-        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME, PARTITION_SENSOR_NAME)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME)
         assert runs_of(instance) == expected
 
         # a Dagster run of the upstream: silver/sales/orders follows by eager(), not by the sensor
         land(tmp_path, "sales/orders", LATE_ORDERS, batch=2)
         assert materialize(defs, instance, ["bronze/sales/orders"]).success
         wait_until(lambda: (ORDERS, None, "automation") in runs_of(instance), TIMEOUT, "the automation run", log)
-        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME, PARTITION_SENSOR_NAME)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME)
         after = runs_of(instance) - expected
     # (the test's in-process run of bronze/sales/orders records no asset selection: not counted)
     # the late March order: exactly its window, not the windows between the old and new watermark
     assert after == Counter(
-        {(ORDERS, None, "automation"): 1, (ORDERS_MONTHLY, "2024-03", "partition_sensor"): 1}
+        {(ORDERS, None, "automation"): 1, (ORDERS_MONTHLY, "2024-03", "watermark"): 1}
     ), log.read_text()[-3000:]  # fmt: skip
 
 

@@ -15,16 +15,19 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from dagster._core.events import DagsterEvent, DagsterEventType
+from dagster._core.utils import make_new_run_id
 
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
 from datacoolie_dagster.automation.partition_sensors import PARTITION_SENSOR_NAME
 from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
-from datacoolie_dagster.automation.watermark_feed import windows_between
+from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed, windows_between
 from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.constants import RUN_IDS
 from datacoolie_dagster.location.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
 from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
-from tests.dagster.conftest import land, materialize
+from tests.dagster.conftest import land, materialize, table_assets
 from tests.dagster.watermark_support import DAYS, LATE_ORDERS, deploy
 
 ORDERS, ORDERS_MONTHLY = "silver/sales/orders", "silver/sales/orders_monthly"
@@ -52,12 +55,6 @@ def cli_run(root: Path, stage: str = "landing2bronze") -> None:
 def tick(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> Any:
     """One evaluation of the watermark sensor, as the daemon runs it."""
     (sensor,) = [s for s in defs.sensors or [] if s.name == WATERMARK_SENSOR_NAME]
-    return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
-
-
-def tick_partitions(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str | None) -> Any:
-    """One evaluation of the partition sensor."""
-    (sensor,) = [s for s in defs.sensors or [] if s.name == PARTITION_SENSOR_NAME]
     return sensor.evaluate_tick(dg.build_sensor_context(instance=instance, cursor=cursor, definitions=defs))
 
 
@@ -138,12 +135,18 @@ def test_an_older_month_follows_its_days_eager_only_the_latest(
 def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance) -> None:
     first = tick(defs, instance, None)
     assert first.run_requests == []
-    assert json.loads(first.cursor) == {"format": 1, "watermarks": {}}
+    # nothing loaded yet: no watermark, and bronze orders (read by orders_monthly) seen empty
+    tables = {ORDERS_MONTHLY: {"orders_monthly": {}}}
+    assert json.loads(first.cursor) == {"format": 1, "watermarks": {}, "tables": tables}
 
     cli_run(lake)  # orders Jan 5, Feb 5, Feb 7; events Jan 29-31: nothing stored before
     data = tick(defs, instance, first.cursor)
-    # orders_monthly (partitioned, reading the unpartitioned bronze table) is the partition sensor's
-    assert requested(data) == [(EVENTS_MONTHLY, "2024-01"), (ORDERS, None)]
+    # orders_monthly (partitioned, reading the unpartitioned bronze table): the windows its new rows
+    # fall in, read from bronze's Delta change (one range run, 2024-01..2024-02)
+    assert requested(data) == [(EVENTS_MONTHLY, "2024-01"), (ORDERS, None), (ORDERS_MONTHLY, None)]
+    assert [(r.tags.get(RANGE_START), r.tags.get(RANGE_END)) for r in data.run_requests if r.partition_key is None][
+        -1
+    ] == ("2024-01", "2024-02")
     assert all(r.tags[TRIGGER_TAG] == "watermark" and r.tags[AUTOMATED_TAG] == "true" for r in data.run_requests)
     assert all(r.job_name == "__ASSET_JOB" for r in data.run_requests)
     # the cursor lost (a crash before it was saved): the same change maps to the same run keys
@@ -155,21 +158,13 @@ def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, 
     land(lake, "sales/orders", LATE_ORDERS, batch=2)  # March
     cli_run(lake)
     later = tick(defs, instance, data.cursor)
-    assert requested(later) == [(ORDERS, None)]
+    # the late March order: exactly its window, not the windows between the old and new watermark
+    assert requested(later) == [(ORDERS, None), (ORDERS_MONTHLY, "2024-03")]
 
 
-def test_a_partitioned_reader_of_an_unpartitioned_table_is_left_to_the_partition_sensor(
-    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
-) -> None:
-    """One change, one request: the partition sensor reads the rows and asks for exactly their windows."""
-    cursor = tick_partitions(defs, instance, None).cursor
-    cli_run(lake)  # orders Jan 5, Feb 5, Feb 7
-    data = tick_partitions(defs, instance, cursor)
-    assert [(r.tags.get(RANGE_START), r.tags.get(RANGE_END)) for r in data.run_requests] == [("2024-01", "2024-02")]
-    land(lake, "sales/orders", LATE_ORDERS, batch=2)  # March 2: the watermark sensor would guess Feb..Mar
-    cli_run(lake)
-    later = tick_partitions(defs, instance, data.cursor)
-    assert [r.partition_key for r in later.run_requests] == ["2024-03"]
+def test_the_partition_sensor_leaves_readers_of_this_metadatas_tables_alone(defs: dg.Definitions) -> None:
+    """One owner per reader: the partition sensor watches external sources only."""
+    assert PARTITION_SENSOR_NAME not in {s.name for s in defs.sensors or []}  # every partitioned table here reads ours
 
 
 def test_a_window_of_an_append_table_is_never_requested_again(lake: Path, instance: dg.DagsterInstance) -> None:
@@ -206,9 +201,9 @@ def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
     assert materialize(defs, instance, ["bronze/sales/orders"]).success
     data = tick(defs, instance, cursor)
     # silver/sales/orders follows the materialization by eager(); the monthly reader has no
-    # automation over an unpartitioned table: the partition sensor requests its windows
-    assert requested(data) == []
-    assert "the automation follows it" in (data.skip_message or "")
+    # automation over an unpartitioned table: this sensor requests the windows bronze's rows fall in
+    assert requested(data) == [(ORDERS_MONTHLY, None)]
+    assert tick(defs, instance, data.cursor).run_requests == []
     automation = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=automation.cursor)
     assert automation.get_requested_partitions(dg.AssetKey.from_user_string(ORDERS)) == {None}
 
@@ -221,6 +216,57 @@ def test_a_cli_load_after_a_dagster_run_is_sensed(
     land(lake, "sales/orders", LATE_ORDERS, batch=2)
     cli_run(lake)
     assert (ORDERS, None) in requested(tick(defs, instance, cursor))
+
+
+def record_stage_run(lake: Path, instance: dg.DagsterInstance, run: dg.DagsterRun) -> None:
+    """What a finished stage run leaves in the instance: each bronze table's materialization naming
+    the dataflow run that wrote it (partitions included), then the run's success."""
+    feed = FileWatermarkFeed(lake / "metadata.json", state_base_path=lake / "state")
+    for asset in table_assets(lake):
+        if asset.spec.key.path[0] != "bronze":
+            continue
+        (dataflow_id,) = asset.table.dataflow_ids
+        reading = feed.read(dataflow_id)
+        assert reading is not None
+        assert reading.writer_run_id is not None
+        partitions = DAYS if asset.partitioning is not None else [None]
+        for partition in partitions:
+            event = dg.AssetMaterialization(
+                asset.spec.key, partition=partition, metadata={RUN_IDS: [reading.writer_run_id]}
+            )
+            instance.report_runless_asset_event(event)  # the sensor reads only the metadata
+    instance.report_dagster_event(
+        DagsterEvent(DagsterEventType.RUN_SUCCESS.value, job_name=run.job_name, message="done"), run.run_id
+    )
+
+
+def test_a_watermark_a_dagster_run_moved_is_held_while_it_runs_then_left_to_the_automation(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    """The race: a stage run saves each watermark as its commit lands and records the materializations
+    after its whole driver run. A tick in between must not take the move for one made outside Dagster."""
+    cursor = tick(defs, instance, None).cursor
+    automation = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    run = instance.add_run(
+        dg.DagsterRun(
+            job_name="datacoolie_landing2bronze", run_id=make_new_run_id(), status=dg.DagsterRunStatus.STARTED
+        )
+    )
+    cli_run(lake)  # the stage run's driver: commits, watermarks saved, nothing recorded in the instance yet
+
+    during = tick(defs, instance, cursor)
+    assert during.run_requests == []
+    assert f"held: run {run.run_id} is writing the table" in (during.skip_message or "")
+    assert tick(defs, instance, during.cursor).run_requests == []  # held on every tick, not forgotten
+
+    record_stage_run(lake, instance, run)
+    after = tick(defs, instance, during.cursor)
+    # the readers the automation follows are left to it; only the windows nothing else follows
+    assert requested(after) == [(ORDERS_MONTHLY, None)]
+    assert tick(defs, instance, after.cursor).run_requests == []
+    automation = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=automation.cursor)
+    assert automation.get_requested_partitions(dg.AssetKey.from_user_string(ORDERS)) == {None}
+    assert automation.get_requested_partitions(dg.AssetKey.from_user_string(EVENTS_MONTHLY)) == {"2024-01"}
 
 
 @pytest.mark.parametrize(
