@@ -108,11 +108,11 @@ class FileReader:
             return None
         scans = list(zip(_scan_files(files, fmt, source.read_options, hive=hive, label=label), files, strict=True))
         parts = partition_columns([f.path for f in files], folder, label=label) if hive and fmt == "parquet" else {}
-        kept = [(f, _tag(with_partitions(lf, parts.get(f.path, [])), f)) for lf, f in scans if lf is not None]
+        kept = [(f, with_partitions(lf, parts.get(f.path, []))) for lf, f in scans if lf is not None]
         if not kept:
             return None
         check_files([(f.path, frame) for f, frame in kept], source, request, label=label)
-        frames = [frame for _, frame in kept]
+        frames = [_tag(frame, f) for f, frame in kept]
         lf = pl.concat(frames, how="diagonal_relaxed")
         if fmt == "csv":
             lf = _inferred(lf, source, label)

@@ -24,7 +24,7 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.models.runtime import SourceRuntimeInfo
 from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.lookback import effective_lower_bounds
-from datacoolie_core.sources.shape import check_columns
+from datacoolie_core.sources.shape import check_columns, check_framework_columns
 from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, stored_key, window_predicate
 from datacoolie_core.transforms.base import ColumnNameMode
 
@@ -104,6 +104,8 @@ def plan_read(
     label = source_label(source)
     schema = _collect_schema(lf, label)
     check_columns(schema.names(), source, request, label=label)
+    if source.connection.connection_type != "file":  # file sources: checked file by file, before tagging
+        check_framework_columns(schema.names(), source, label=label)
     window = read_window(source, request)
     if window is not None:
         lf = lf.filter(window_predicate(window, schema, label=label))
