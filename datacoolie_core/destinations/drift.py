@@ -29,8 +29,8 @@ from deltalake.schema import PrimitiveType
 from datacoolie_core.errors import DestinationError
 
 _INTEGER_BITS = {"byte": 8, "short": 16, "integer": 32, "long": 64}
-_SIGNED_BITS = {pl.Int8: 8, pl.Int16: 16, pl.Int32: 32, pl.Int64: 64, pl.Int128: 128}
-_UNSIGNED_BITS = {pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32, pl.UInt64: 64}
+_SIGNED_BITS: dict[type[pl.DataType], int] = {pl.Int8: 8, pl.Int16: 16, pl.Int32: 32, pl.Int64: 64, pl.Int128: 128}
+_UNSIGNED_BITS: dict[type[pl.DataType], int] = {pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32, pl.UInt64: 64}
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20, 128: 39}
 """Decimal digits an integer of that many bits needs (Delta widens ``long`` to ``decimal(20, 0)``)."""
 _DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
@@ -108,6 +108,6 @@ def _polars_name(dtype: pl.DataType) -> str:
         return f"decimal({dtype.precision or 38},{dtype.scale})"
     if isinstance(dtype, pl.Datetime):
         return "timestamp" if dtype.time_zone else "timestamp_ntz"
-    names = {pl.Int8: "byte", pl.Int16: "short", pl.Int32: "integer", pl.Int64: "long"}
+    names: dict[type[pl.DataType], str] = {pl.Int8: "byte", pl.Int16: "short", pl.Int32: "integer", pl.Int64: "long"}
     names |= {pl.Float32: "float", pl.Float64: "double", pl.Date: "date", pl.Boolean: "boolean", pl.String: "string"}
     return names.get(type(dtype), str(dtype))
