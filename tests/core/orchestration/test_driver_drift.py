@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -105,3 +108,34 @@ def test_an_earlier_framework_write_read_as_files_keeps_working(tmp_path: Path) 
     table = lake.table("orders", sort="id")
     assert table["__file_name"].to_list() == ["a.parquet"]
     assert table["__updated_by"].to_list() == ["DataCoolie"]
+
+
+def test_a_file_stamped_in_the_future_does_not_make_later_files_skipped(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lake = Lake(tmp_path)
+    lake.add("orders", source={"connection_name": "landing", "table": "orders",
+                               "watermark_columns": ["__file_modification_time"]})  # fmt: skip
+    lake.write()
+    # load 1 — one file now, one stamped a year ahead (a share's clock is wrong)
+    land(lake, "a.parquet", pl.DataFrame({"id": [1]}))
+    land(lake, "future.parquet", pl.DataFrame({"id": [2]}))
+    future = lake.root / "landing" / "orders" / "future.parquet"
+    ahead = time.time() + 365 * 86400
+    os.utime(future, (ahead, ahead))
+    with caplog.at_level("WARNING", logger="datacoolie_core.sources.file"):
+        assert run(lake).status == "succeeded"
+    assert "1 file(s) are modified in the future" in caplog.text
+    assert "future.parquet" in caplog.text
+    assert lake.table("orders", sort="id")["id"].to_list() == [1]
+    stored = datetime.fromisoformat(stored_watermark(lake)["__file_modification_time"]["__datetime__"])
+    assert stored < datetime.fromtimestamp(ahead, UTC) - timedelta(days=300)
+    # load 2 — a file landing now is read: the watermark did not jump a year ahead
+    land(lake, "b.parquet", pl.DataFrame({"id": [3]}))
+    assert run(lake).status == "succeeded"
+    assert lake.table("orders", sort="id")["id"].to_list() == [1, 3]
+    # load 3 — once its modification time is corrected, the future file is read too, once
+    os.utime(future, None)
+    assert run(lake).status == "succeeded"
+    assert run(lake).status == "skipped"
+    assert lake.table("orders", sort="id")["id"].to_list() == [1, 2, 3]
