@@ -139,3 +139,41 @@ def test_a_file_stamped_in_the_future_does_not_make_later_files_skipped(
     assert run(lake).status == "succeeded"
     assert run(lake).status == "skipped"
     assert lake.table("orders", sort="id")["id"].to_list() == [1, 2, 3]
+
+
+def test_nan_and_null_watermark_values_load_once_and_are_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    lake = Lake(tmp_path)
+    lake.add("orders", source={"connection_name": "landing", "table": "orders", "watermark_columns": ["score"]})
+    lake.write()
+    # load 1 — a first run reads every row, NaN and NULL included; NaN never becomes the watermark
+    land(lake, "a.parquet", pl.DataFrame({"id": [1, 2, 3], "score": [1.5, float("nan"), None]}))
+    assert run(lake).status == "succeeded"
+    assert stored_watermark(lake) == {"score": 1.5}
+    # load 2 — new rows: a NaN row and a NULL row pass no bound (as NULL under Spark's >), and are counted
+    land(lake, "b.parquet", pl.DataFrame({"id": [4, 5, 6], "score": [2.5, float("nan"), None]}))
+    with caplog.at_level("WARNING", logger="datacoolie_core.sources.finalize"):
+        runtime = run(lake)
+    assert runtime.status == "succeeded"
+    assert runtime.source.rows_read == 1
+    assert "4 source row(s) have a NULL or NaN watermark value (score)" in caplog.text
+    # load 3 — nothing new: the NaN rows are not read again, and the run does not fail
+    assert run(lake).status == "skipped"
+    assert lake.table("orders", sort="id")["id"].to_list() == [1, 2, 3, 4]
+    assert stored_watermark(lake) == {"score": 2.5}
+
+
+def test_a_nan_watermark_row_is_not_read_again_and_does_not_break_later_runs(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    lake.add("orders", source={"connection_name": "landing", "table": "orders", "watermark_columns": ["score"]})
+    lake.write()
+    land(lake, "a.parquet", pl.DataFrame({"id": [1, 2], "score": [1.0, float("nan")]}))
+    assert run(lake).status == "succeeded"
+    # NaN sorted above every number: it passed `score > 1.0` on every run, and alone it made the
+    # watermark NaN, which no run could save
+    assert run(lake).status == "skipped"
+    land(lake, "b.parquet", pl.DataFrame({"id": [3], "score": [1.5]}))
+    assert run(lake).status == "succeeded"
+    assert run(lake).status == "skipped"
+    assert lake.table("orders", sort="id")["id"].to_list() == [1, 2, 3]
