@@ -177,3 +177,16 @@ def test_a_nan_watermark_row_is_not_read_again_and_does_not_break_later_runs(tmp
     assert run(lake).status == "succeeded"
     assert run(lake).status == "skipped"
     assert lake.table("orders", sort="id")["id"].to_list() == [1, 2, 3]
+
+
+def test_null_merge_keys_are_each_inserted_and_counted_in_the_run_result(tmp_path: Path) -> None:
+    lake = parquet_lake(tmp_path, load_type="merge_upsert", merge_keys=["id"])
+    # load 1 — the dedup slot keeps one row per key, the null key included (Spark's ROW_NUMBER
+    # partitions nulls together): seq 3 is the null-key row written
+    land(lake, "a.parquet", pl.DataFrame({"id": [1, None, None], "seq": [1, 2, 3]}))
+    assert run(lake).destination.null_key_rows == 1
+    # load 2 — the new null-key row matches no stored row: inserted beside it, not replacing it
+    land(lake, "b.parquet", pl.DataFrame({"id": [None, 1], "seq": [4, 5]}))
+    runtime = run(lake)
+    assert (runtime.destination.null_key_rows, runtime.destination.rows_inserted) == (1, 1)
+    assert lake.table("orders", sort="seq")["seq"].to_list() == [3, 4, 5]
