@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
 import polars as pl
 import pytest
+from deltalake import DeltaTable
 from polars.testing import assert_frame_equal
 
 from datacoolie_core.destinations import DeltaWriter
@@ -100,3 +102,16 @@ def test_overwrite_changes_the_type_without_a_check(tmp_path: Path) -> None:
 )
 def test_fits(dtype: pl.DataType, table_type: str, expected: bool) -> None:
     assert fits(dtype, table_type) is expected
+
+
+def test_an_existing_timestamp_ntz_column_keeps_its_type_on_append_and_merge(tmp_path: Path) -> None:
+    for load_type, extra in (("append", {}), ("merge_upsert", {"merge_keys": ["id"]})):
+        dest = make_destination(tmp_path / load_type, load_type=load_type, **extra)
+        WRITER.write(pl.DataFrame({"id": [1], "t": [datetime(2024, 1, 1, 12)]}), dest, marker=marker(1))
+        # the transform step labels zone-less timestamps UTC (convert_timestamp_ntz, the default)
+        utc = pl.DataFrame({"id": [2], "t": [datetime(2024, 1, 2, 12)]}).with_columns(
+            pl.col("t").dt.replace_time_zone("UTC")
+        )
+        WRITER.write(utc, dest, marker=marker(2))
+        assert DeltaTable(str(dest.path)).schema().fields[1].type.type == "timestamp_ntz"
+        assert read_table(dest.path)["t"].to_list() == [datetime(2024, 1, 1, 12), datetime(2024, 1, 2, 12)]

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from deltalake import DeltaTable
 
 from datacoolie_core import DataCoolieRunConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
@@ -190,3 +191,20 @@ def test_null_merge_keys_are_each_inserted_and_counted_in_the_run_result(tmp_pat
     runtime = run(lake)
     assert (runtime.destination.null_key_rows, runtime.destination.rows_inserted) == (1, 1)
     assert lake.table("orders", sort="seq")["seq"].to_list() == [3, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("convert", "expected"), [(True, "timestamp"), (False, "timestamp_ntz")], ids=["default", "opt-out"]
+)
+def test_zone_less_timestamps_are_utc_by_default_and_naive_with_the_opt_out(
+    tmp_path: Path, convert: bool, expected: str
+) -> None:
+    lake = Lake(tmp_path)
+    lake.add("orders", source={"connection_name": "landing", "table": "orders"},
+             transform={"configure": {"convert_timestamp_ntz": convert}})  # fmt: skip
+    lake.write()
+    land(lake, "a.parquet", pl.DataFrame({"id": [1], "t": [datetime(2024, 1, 1, 12)]}))
+    assert run(lake).status == "succeeded"
+    fields = {f.name: f.type.type for f in DeltaTable(str(tmp_path / "lake" / "orders")).schema().fields}
+    assert fields["t"] == expected
+    assert lake.table("orders", sort="id")["t"].dt.replace_time_zone(None).to_list() == [datetime(2024, 1, 1, 12)]
