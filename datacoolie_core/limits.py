@@ -1,4 +1,4 @@
-"""Bounds on what metadata may make the engine parse: file size, nesting depth, YAML alias expansion.
+"""Bounds on what metadata may make the engine parse or plan: file size, nesting, YAML aliases, replay chunks.
 
 A 1 KB YAML file with nested aliases stands for billions of nodes, and a JSON document nested
 100,000 deep exhausts Python's recursion. The limits are far above any real metadata (a thousand
@@ -19,6 +19,9 @@ MAX_DEPTH = 64
 """Deepest nesting of objects/lists (the document root is depth 1)."""
 MAX_NODES = 1_000_000
 """Most YAML nodes once aliases are expanded (each use of an alias counts its whole subtree)."""
+MAX_REPLAY_CHUNKS = 100_000
+"""Most chunks one replay may cut its range into (each chunk is a run of the dataflow); a one-minute
+chunk over years would otherwise list billions of windows before the first one runs."""
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]++|\\.)*+"|[\[\]{}]')
 """A JSON string (skipped whole, so brackets inside strings do not count) or a bracket."""

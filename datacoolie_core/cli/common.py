@@ -23,11 +23,13 @@ def state_location(args: object) -> tuple[str | None, str | None]:
     import os
 
     from datacoolie_core.errors import DataCoolieError
-    from datacoolie_core.watermark.store import STATE_URL_VARIABLE
+    from datacoolie_core.watermark.store import STATE_URL_VARIABLE, check_state_url, is_state_url
 
     path, url = getattr(args, "state_path", None), getattr(args, "state_url", None)
     if path is not None and url is not None:
         raise DataCoolieError("pass --state-path or --state-url, not both: they name two different stores")
     if path is None and url is None:
         url = os.environ.get(STATE_URL_VARIABLE) or None
+    if url is not None and is_state_url(url):
+        check_state_url(url)
     return path, url

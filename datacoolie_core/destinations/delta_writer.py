@@ -7,6 +7,7 @@ from typing import cast
 
 from datacoolie_core.destinations import delta
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState, ReplaceWindow, next_marker
+from datacoolie_core.destinations.drift import check_no_lossy_casts
 from datacoolie_core.destinations.load_strategies import (
     KEYED_STRATEGIES,
     STREAMED_STRATEGIES,
@@ -57,6 +58,8 @@ class DeltaWriter:
             assert marker.sequence is not None
             if table is not None and done is not None and done >= marker.sequence:
                 return _recovered(destination, table.version(), done)
+            if table is not None and destination.load_type != "overwrite":  # overwrite replaces the schema
+                check_no_lossy_casts(frame.schema, table, table_name=destination.table)
             target = _target(frame, destination, path, table, marker, window)
             info = strategy(frame, target)
         if table is not None:  # advanced in place to this write's version; a new table is at version 0

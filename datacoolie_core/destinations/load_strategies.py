@@ -7,6 +7,7 @@ a merge-style strategy to a missing table creates it from the batch (D-05).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -23,6 +24,8 @@ from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, chec
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
+
+logger = logging.getLogger(__name__)
 
 ACTION = "__datacoolie_action"
 """Helper column of MERGE sources: which clause a source row is for. Never written to the table."""
@@ -70,30 +73,54 @@ def merge_upsert(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntime
     """D-08: update matching keys (all columns but the keys and ``__created_at``), insert new keys.
 
     The batch is first reduced to the last row per key in frame order, so duplicate batch keys can
-    never duplicate a target row (F-11). New batch columns evolve the table schema.
+    never duplicate a target row (F-11). New batch columns evolve the table schema; a table column
+    the batch lacks keeps its stored value on update (null only on insert), as Delta's MERGE does.
+    Keys match with ``=``, as DataCoolie's MERGE: a row with a null key never matches, so each one
+    is inserted (counted in ``null_key_rows`` and warned about).
     """
     keys = target.merge_keys
+    nulls = count_null_keys(frame, keys, target.path)
     batch = last_per_key(frame, keys)
     if target.table is None:
-        return _create(batch, target)
-    merger = delta.start_merge(target.table, batch, predicates.keys_match(keys).sql(), target.marker)
+        return _with_null_keys(_create(batch, target), nulls)
+    merger = delta.start_merge(target.table, batch, predicates.keys_equal(keys).sql(), target.marker)
     updates = [c for c in batch.columns if c not in keys and c != fc.CREATED_AT]
     if updates:
         merger = merger.when_matched_update(predicates.assignments(updates))
     merger = merger.when_not_matched_insert(predicates.assignments(batch.columns))
-    return delta.execute_merge(target.table, merger, target.marker)
+    return _with_null_keys(delta.execute_merge(target.table, merger, target.marker), nulls)
+
+
+def count_null_keys(frame: pl.DataFrame, keys: Sequence[str], path: str) -> int:
+    """Rows of ``frame`` with a null in a merge key; a warning when there are any (they never match)."""
+    nulls = int(frame.select(pl.any_horizontal(pl.col(k).is_null() for k in keys).sum()).item())
+    if nulls:
+        logger.warning(
+            "merge into %s: %d row(s) have a null merge key (%s); they match no stored row and are inserted",
+            path,
+            nulls,
+            ", ".join(keys),
+        )
+    return nulls
+
+
+def _with_null_keys(info: DestinationRuntimeInfo, nulls: int) -> DestinationRuntimeInfo:
+    info.null_key_rows = nulls
+    return info
 
 
 def last_per_key(frame: pl.DataFrame, keys: Sequence[str]) -> pl.DataFrame:
     """The last row of each key tuple, in frame order; ``frame`` itself when no key tuple repeats.
 
     The check costs a third of the dedupe and spares the common case (unique keys) a copy of the
-    batch, which would otherwise be held beside it for the whole MERGE. Null keys and NaNs count as
-    equal values, as in ``unique``.
+    batch, which would otherwise be held beside it for the whole MERGE. A row with a null key is
+    kept whatever else: it matches nothing, so each one is its own insert. NaNs count as equal values.
     """
-    if not frame.select(pl.struct(list(keys)).is_duplicated().any()).item():
+    key = pl.struct(list(keys))
+    if not frame.select(key.is_duplicated().any()).item():
         return frame
-    return frame.unique(subset=list(keys), keep="last", maintain_order=True)
+    any_null = pl.any_horizontal(pl.col(k).is_null() for k in keys)
+    return frame.filter(any_null | key.is_last_distinct())
 
 
 def merge_overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:
@@ -103,7 +130,8 @@ def merge_overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRunt
     target rows). With a replace window, target rows inside the window are deleted too (rows deleted
     at the source within the window disappear); deleting by key as well means a batch row can never
     sit beside an older copy of its key outside the window. Duplicate batch keys are all kept: the
-    key group is replaced by the batch's group.
+    key group is replaced by the batch's group. A null key matches nothing (``=``, as DataCoolie):
+    such rows are inserted and never replace stored null-key rows.
     """
     if target.table is None:
         return _create(frame, target)
@@ -115,7 +143,8 @@ def merge_overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRunt
         ],
         how="diagonal_relaxed",
     )
-    on = predicates.keys_match(keys).and_(predicates.equals(ACTION, predicates.SOURCE, "delete"))
+    nulls = count_null_keys(frame, keys, target.path)
+    on = predicates.keys_equal(keys).and_(predicates.equals(ACTION, predicates.SOURCE, "delete"))
     merger = (
         delta.start_merge(target.table, source, on.sql(), target.marker)
         .when_matched_delete()
@@ -127,7 +156,7 @@ def merge_overwrite(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRunt
     window = predicates.window_predicate(target.window.bounds, schema=frame.schema) if target.window else None
     if window is not None:
         merger = merger.when_not_matched_by_source_delete(predicate=window.sql())
-    return delta.execute_merge(target.table, merger, target.marker)
+    return _with_null_keys(delta.execute_merge(target.table, merger, target.marker), nulls)
 
 
 def scd2(frame: pl.DataFrame, target: DeltaTarget) -> DestinationRuntimeInfo:

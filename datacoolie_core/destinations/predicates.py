@@ -84,6 +84,14 @@ def keys_match(keys: Sequence[str]) -> Predicate:
     return matched
 
 
+def keys_equal(keys: Sequence[str]) -> Predicate:
+    """``target.k = source.k`` for every key, AND-ed: a null key matches nothing (DataCoolie's MERGE, D-08)."""
+    matched = all_of([Predicate(f"{column(k, TARGET)} = {column(k, SOURCE)}") for k in keys])
+    if matched is None:
+        raise ValueError("a MERGE needs at least one key")
+    return matched
+
+
 def equals(name: str, alias: str, value: Any) -> Predicate:
     return Predicate(f"{column(name, alias)} = {literal(value)}")
 

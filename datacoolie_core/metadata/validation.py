@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from datacoolie_core.columns import DATE_FOLDER_PARTITION
 from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.metadata.confinement import connection_problems, dataflow_problems
+from datacoolie_core.metadata.lineage import lineage_problems
 from datacoolie_core.metadata.sections import (
     ConfigureSection,
     Owner,
@@ -203,7 +204,7 @@ def _validate_dataflows(
     by_name: dict[str, Connection | None],
     connections: dict[str, tuple[int, Connection | None]],
 ) -> tuple[DataFlow, ...]:
-    valid: list[DataFlow] = []
+    valid: list[tuple[int, DataFlow]] = []
     ids: dict[str, int] = {}
     context = {"connections": by_name}
     for index, item in enumerate(_items(raw, "dataflows", report)):
@@ -250,8 +251,23 @@ def _validate_dataflows(
         if report.check_sections(dataflow.configure, "dataflow", prefix, subject):
             report.invalid_dataflows.append(f"{prefix} ({subject})" if subject else prefix)
             continue
-        valid.append(dataflow)
-    return tuple(valid)
+        valid.append((index, dataflow))
+    return _without_lineage_problems(valid, report)
+
+
+def _without_lineage_problems(valid: list[tuple[int, DataFlow]], report: _Report) -> tuple[DataFlow, ...]:
+    """``valid`` less the dataflows in self-reads, lineage cycles or overwrites of shared tables (errors)."""
+    refused: dict[int, DataFlow] = {}
+    for problem in lineage_problems(valid):
+        dataflow = next(d for i, d in valid if i == problem.index)
+        subject = f"dataflow {shown(dataflow.name)}" if dataflow.name else None
+        report.error(f"dataflows[{problem.index}].{problem.path}", problem.message, subject)
+        refused[problem.index] = dataflow
+    for index, dataflow in sorted(refused.items()):
+        report.invalid_dataflows.append(
+            f"dataflows[{index}]" + (f" (dataflow {shown(dataflow.name)})" if dataflow.name else "")
+        )
+    return tuple(d for i, d in valid if i not in refused)
 
 
 def _date_folder_problems(

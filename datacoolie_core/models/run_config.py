@@ -146,6 +146,10 @@ class ReplayConfig(_RunModel):
             raise ValueError("chunk_interval step needs integer start and end")
         if unit in CALENDAR_UNITS and isinstance(start, int):
             raise ValueError(f"chunk_interval {unit} needs date or datetime start and end; use step for integers")
+        if unit is not None and self.chunk_interval is not None:
+            from datacoolie_core.orchestration.replay.windows import check_chunk_count  # windows imports this module
+
+            check_chunk_count(start, end, unit, self.chunk_interval[unit])
         return self
 
     @property

@@ -73,6 +73,8 @@ class DestinationRuntimeInfo:
     """Delta table version created by the write."""
     commit_sequence: int | None = None
     """This dataflow's write sequence recorded in the commit (exactly-once bookkeeping)."""
+    null_key_rows: int = 0
+    """Rows of a merge batch with a null merge key: they match no stored row and are inserted."""
     recovered: bool = False
     """True when the write had already landed in an interrupted earlier run and was not repeated."""
     touched: TouchedWindows | None = None

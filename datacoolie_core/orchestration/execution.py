@@ -255,6 +255,7 @@ def combined_writes(writes: Sequence[DestinationRuntimeInfo]) -> DestinationRunt
         rows_inserted=sum(w.rows_inserted for w in writes),
         rows_updated=sum(w.rows_updated for w in writes),
         rows_deleted=sum(w.rows_deleted for w in writes),
+        null_key_rows=sum(w.null_key_rows for w in writes),
         files_added=sum(w.files_added for w in writes),
         files_removed=sum(w.files_removed for w in writes),
         bytes_added=sum(w.bytes_added for w in writes),

@@ -56,6 +56,9 @@ def has_control(text: str) -> bool:
     return _CONTROL.search(text) is not None
 
 
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+
+
 def name_problem(name: str, *, component: bool = True) -> str | None:
     """Why ``name`` cannot be used as a name, or ``None`` when it can.
 
@@ -76,6 +79,13 @@ def name_problem(name: str, *, component: bool = True) -> str | None:
         return "it contains a path separator ('/' or '\\'); a name is one folder, never a path"
     if name.strip() in (".", ".."):
         return "'.' and '..' name no folder of their own; use a real name"
+    if escape := _PERCENT_ESCAPE.search(name):
+        # object stores and file:// URLs decode it (%2e%2e became '..', the lake root) and local paths
+        # do not: one name would be two folders, so no storage may take it either way
+        return (
+            f"it contains the percent escape '{escape.group()}', which some storages decode and others do not; "
+            "write the character itself (a name is used literally) or drop the '%'"
+        )
     return None
 
 

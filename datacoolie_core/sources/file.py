@@ -25,11 +25,12 @@ them (:mod:`csv_text`, :mod:`csv_types`; ``docs/files.md``).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -68,6 +69,11 @@ from datacoolie_core.sources.shape import check_files
 from datacoolie_core.sources.window import coerce_bound, lookup
 from datacoolie_core.transforms.system_columns import UTC_EPOCH, UTC_MICROS, utc_literal
 
+logger = logging.getLogger(__name__)
+
+_MAX_FUTURE_SHOWN = 5
+"""Future-stamped files named in the warning (then a count)."""
+
 EXTENSIONS = {"parquet": ".parquet", "csv": ".csv", "json": ".json", "jsonl": ".jsonl", "avro": ".avro",
               "excel": ".xlsx"}  # fmt: skip
 
@@ -100,6 +106,8 @@ class FileReader:
         listed, folder_of = _listing(source, request, folder, EXTENSIONS[fmt], recursive=hive, label=label)
         mtime = any(_is_mtime(c) for c in source.watermark_columns)
         files = settled(prune_by_mtime(listed, source, request, label=label), mtime, mark)
+        if mtime and request.read_range is None:
+            files = without_future_files(files, datetime.now(UTC), label=label)
         for info in files:  # a file read through a symlink out of the root is refused (docs/confinement.md)
             ensure_confined(source.connection.base_path or folder, info.path, what="source file")
         action: dict[str, Any] = {"path": folder, "format": fmt, "files_listed": len(listed),
@@ -108,11 +116,11 @@ class FileReader:
             return None
         scans = list(zip(_scan_files(files, fmt, source.read_options, hive=hive, label=label), files, strict=True))
         parts = partition_columns([f.path for f in files], folder, label=label) if hive and fmt == "parquet" else {}
-        kept = [(f, _tag(with_partitions(lf, parts.get(f.path, [])), f)) for lf, f in scans if lf is not None]
+        kept = [(f, with_partitions(lf, parts.get(f.path, []))) for lf, f in scans if lf is not None]
         if not kept:
             return None
         check_files([(f.path, frame) for f, frame in kept], source, request, label=label)
-        frames = [frame for _, frame in kept]
+        frames = [_tag(frame, f) for f, frame in kept]
         lf = pl.concat(frames, how="diagonal_relaxed")
         if fmt == "csv":
             lf = _inferred(lf, source, label)
@@ -234,6 +242,32 @@ def prune_by_mtime(files: list[FileInfo], source: Source, request: ReadRequest, 
         return files
     bound = _utc_bound(stored, label)
     return [f for f in files if f.modified > bound]
+
+
+def without_future_files(files: list[FileInfo], now: datetime, *, label: str) -> list[FileInfo]:
+    """``files`` less those modified after ``now`` (a clock ahead on the share), with a warning naming them.
+
+    Under a ``__file_modification_time`` watermark the newest mtime read becomes the stored bound:
+    one file stamped a year ahead would lift it a year ahead, and every file landing meanwhile
+    (mtime below it) would be skipped for good. So the watermark never passes the listing's own
+    time: a future file waits, named in a warning on every run, until the clock reaches its mtime
+    (or its mtime is corrected, e.g. with ``touch``), and is read then (docs/state.md).
+    """
+    future = [f for f in files if f.modified > now]
+    if future:
+        shown = ", ".join(f"'{f.path}' ({f.modified.isoformat()})" for f in future[:_MAX_FUTURE_SHOWN])
+        more = f" and {len(future) - _MAX_FUTURE_SHOWN} more" if len(future) > _MAX_FUTURE_SHOWN else ""
+        logger.warning(
+            "%s: %d file(s) are modified in the future (after %s): %s%s; they are left for a later run so the "
+            "__file_modification_time watermark does not jump ahead and skip the files landing meanwhile; fix "
+            "the clock of the share or the files' modification times to read them now",
+            label,
+            len(future),
+            now.isoformat(),
+            shown,
+            more,
+        )
+    return [f for f in files if f.modified <= now]
 
 
 def scan_file(path: str, fmt: str, options: dict[str, Any], *, hive: bool, label: str) -> pl.LazyFrame | None:

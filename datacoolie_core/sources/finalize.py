@@ -12,6 +12,7 @@ as metadata spells it, the first time): when metadata switches between ``Order D
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -24,9 +25,11 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.models.runtime import SourceRuntimeInfo
 from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
 from datacoolie_core.sources.lookback import effective_lower_bounds
-from datacoolie_core.sources.shape import check_columns
+from datacoolie_core.sources.shape import check_columns, check_framework_columns
 from datacoolie_core.sources.window import Window, build_window, is_pseudo, resolve_column, stored_key, window_predicate
 from datacoolie_core.transforms.base import ColumnNameMode
+
+logger = logging.getLogger(__name__)
 
 _ROWS = "__datacoolie_rows__"
 """Alias of the row count beside the maxima (no watermark key is spelled like it)."""
@@ -104,12 +107,48 @@ def plan_read(
     label = source_label(source)
     schema = _collect_schema(lf, label)
     check_columns(schema.names(), source, request, label=label)
+    if source.connection.connection_type != "file":  # file sources: checked file by file, before tagging
+        check_framework_columns(schema.names(), source, label=label)
     window = read_window(source, request)
     if window is not None:
+        warn_unordered_watermarks(lf, schema, source, request, label=label)
         lf = lf.filter(window_predicate(window, schema, label=label))
     if apply_filter and source.filter_expression:
         lf = lf.filter(_compiled_filter(source.filter_expression, schema, label, request.reference_time))
     return SourceScan(lf, source, request, label, source_action, pseudo_watermark, check_unchanged, size_hint)
+
+
+def warn_unordered_watermarks(
+    lf: pl.LazyFrame, schema: pl.Schema, source: Source, request: ReadRequest, *, label: str
+) -> int:
+    """Count the source rows whose watermark value is NULL or NaN; warn when there are any.
+
+    Such a row passes no lower bound (``col > stored``, as Spark filters NULL; NaN is kept out the
+    same way, as it has no order), so only a first or full load reads it. The count is one
+    aggregate over the watermark columns. Returns the count.
+    """
+    if lower_bounds(source, request) is None:
+        return 0
+    names = [
+        resolve_column(c, schema.names(), label=label, mode=request.column_name_mode)
+        for c in source.watermark_columns
+        if not is_pseudo(c)
+    ]
+    if not names:
+        return 0
+    unordered = [
+        pl.col(n).is_null() | pl.col(n).is_nan() if schema[n].is_float() else pl.col(n).is_null() for n in names
+    ]
+    count = int(_collect(lf.select(pl.any_horizontal(unordered).sum()), label).item())
+    if count:
+        logger.warning(
+            "%s: %d source row(s) have a NULL or NaN watermark value (%s); an incremental read never passes "
+            "them (only a first or full load reads them): fill the column at the source to load them",
+            label,
+            count,
+            ", ".join(names),
+        )
+    return count
 
 
 def collect_scan(scan: SourceScan) -> ReadResult | None:
@@ -227,6 +266,8 @@ def watermark_values(row: Mapping[str, Any], maxima: Mapping[str, pl.Expr]) -> d
 def _max_expr(name: str, dtype: pl.DataType) -> pl.Expr:
     if isinstance(dtype, pl.Datetime) and dtype.time_unit == "ns":
         return pl.col(name).max().dt.offset_by("999ns").dt.cast_time_unit("us")
+    if dtype.is_float():  # NaN has no order: it never becomes the watermark (all NaN: not moved)
+        return pl.col(name).filter(pl.col(name).is_not_nan()).max()
     return pl.col(name).max()
 
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from datacoolie_core.columns import FILE_COLUMNS, TRAILING_COLUMNS
+from datacoolie_core.columns import FILE_COLUMNS, SYSTEM_COLUMNS, TRAILING_COLUMNS
 from datacoolie_core.errors import SourceError, SourceShapeError, TransformError
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import MERGE_LOAD_TYPES, DataFlow, Source
@@ -104,14 +104,19 @@ def check_files(scans: Sequence[tuple[str, pl.LazyFrame]], source: Source, reque
     """Fail the read when a file lacks a required column, or shares no column with the first file.
 
     Args:
-        scans: ``(path, lazy frame)`` of every file the read will use, in read order.
+        scans: ``(path, lazy frame)`` of every file the read will use, in read order, before the file
+            columns are added.
 
     Raises:
-        SourceShapeError: naming each odd file, the expected columns and the file's own columns.
+        SourceShapeError: naming each odd file, the expected columns and the file's own columns; or a
+            file with a column named like a framework column.
         SourceError: a file's schema cannot be read.
     """
     required = required_columns(source, request)
-    schemas = [(path, _business(_file_columns(path, lf, label))) for path, lf in scans]
+    raw = [(path, _file_columns(path, lf, label)) for path, lf in scans]
+    for path, names in raw:
+        check_framework_columns(names, source, label=label, where=f"file '{path}'")
+    schemas = [(path, _business(names)) for path, names in raw]
     schemas = [(path, names) for path, names in schemas if names]  # an empty file contributes no row
     odd = [(path, names, missing) for path, names in schemas
            if (missing := missing_columns(names, required, request.column_name_mode))]  # fmt: skip
@@ -126,6 +131,30 @@ def check_files(scans: Sequence[tuple[str, pl.LazyFrame]], source: Source, reque
             "nothing was loaded; fix those files or move them out of the folder, or fix the metadata"
         )
     _check_overlap(schemas, label)
+
+
+def check_framework_columns(names: Sequence[str], source: Source, *, label: str, where: str = "the source") -> None:
+    """Refuse source columns named like the framework's (``__created_at``, ``__file_name``, ``__valid_from`` ...).
+
+    The framework sets those columns itself, so a user's column of that name would be replaced
+    without a word. An earlier framework write is told apart by its columns: a lakehouse source
+    (Delta, Iceberg), or a source carrying all four system columns (``__created_at``,
+    ``__updated_at``, ``__updated_by``, ``__dataflow_run_id``; what every write adds, a flat file
+    output included). Its framework columns are replaced, as in DataCoolie (docs/columns.md).
+
+    Raises:
+        SourceShapeError: naming the columns and the fix.
+    """
+    if source.connection.is_lakehouse:
+        return
+    clashes = [name for name in names if reserved_match(name, TRAILING_COLUMNS)]
+    written = {reserved_match(name, SYSTEM_COLUMNS) for name in clashes}
+    if clashes and not written.issuperset(SYSTEM_COLUMNS):
+        raise SourceShapeError(
+            f"{label}: {where} has column(s) {', '.join(repr(c) for c in clashes)} named like the framework's own "
+            "columns, which the framework sets itself and would replace; nothing was loaded; rename them at the "
+            "source (e.g. in the query, or the file's header)"
+        )
 
 
 def missing_columns(

@@ -171,7 +171,10 @@ def typed_comparison(column: pl.Expr, dtype: pl.DataType, op: Op, value: Any, *,
         column, dtype = spark_string_cast(column, cast_to), cast_to
     effective, typed = typed_bound(op, value, dtype, column=column.meta.output_name(), label=label)
     literal = _literal(typed, dtype)
-    return {">": column > literal, ">=": column >= literal, "<": column < literal, "<=": column <= literal}[effective]
+    compared = {">": column > literal, ">=": column >= literal, "<": column < literal, "<=": column <= literal}
+    if dtype.is_float():  # Polars orders NaN above every number: it would pass every lower bound, every run
+        return compared[effective] & column.is_not_nan()
+    return compared[effective]
 
 
 def typed_bound(op: Op, value: Any, dtype: pl.DataType, *, column: str, label: str) -> tuple[Op, Any]:

@@ -41,7 +41,7 @@ from datacoolie_core.errors import WatermarkError
 from datacoolie_core.redaction import register_secret
 from datacoolie_core.watermark.file_store import _check_folder
 from datacoolie_core.watermark.serializer import STATE_FIX
-from datacoolie_core.watermark.store import JOURNAL_RECORD, WATERMARK_RECORD, redact_url
+from datacoolie_core.watermark.store import JOURNAL_RECORD, WATERMARK_RECORD, check_state_url, redact_url
 
 DEFAULT_SCHEMA = "datacoolie_state"
 TABLES = {WATERMARK_RECORD: "watermarks", JOURNAL_RECORD: "commit_journal"}
@@ -94,6 +94,7 @@ class PostgresStateStore:
     def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA) -> None:
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise ValueError(f"invalid state schema {schema!r}: lower-case letters, digits and '_'")
+        check_state_url(url)
         parts = urlsplit(url)
         for password in [parts.password, *parse_qs(parts.query).get("password", [])]:
             register_secret(password, users=[parts.username])

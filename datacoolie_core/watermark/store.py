@@ -83,8 +83,50 @@ class StateStore(Protocol):
 
 
 def is_state_url(value: object) -> bool:
-    """Whether ``value`` names a state database (``postgresql://…``) rather than a state folder."""
-    return isinstance(value, str) and urlsplit(value).scheme.lower() in STATE_URL_SCHEMES
+    """Whether ``value`` names a state database (``postgresql://…``) rather than a state folder.
+
+    Decided by the scheme alone, so a URL that does not parse (``[`` in its password) is still one.
+    """
+    if not isinstance(value, str) or "://" not in value:
+        return False
+    return value.split("://", 1)[0].lower() in STATE_URL_SCHEMES
+
+
+_URL_RESERVED = "#/?@[]"
+"""Characters a URL's userinfo must percent-encode: unencoded, they end the userinfo or the host early."""
+
+
+def check_state_url(url: str) -> None:
+    """Refuse a state URL whose user or password holds an unencoded ``#``, ``/``, ``?``, ``@``, ``[`` or ``]``.
+
+    Such a URL is misread by every parser (Python's and libpq's alike: the password becomes part of
+    the host, the path or the fragment), so no redaction could find its password. Its likely
+    password (between the first ``:`` and the last ``@``) is registered as a secret first, so
+    whatever prints the URL afterwards masks it; the error never shows the URL.
+
+    Raises:
+        DataCoolieError: naming the characters to encode and the alternatives.
+    """
+    rest = url.split("://", 1)[1] if "://" in url else url
+    userinfo, at, _ = rest.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    if at and colon and password:
+        from datacoolie_core.redaction import register_secret  # the registry imports nothing of ours
+
+        register_secret(password, users=[user])
+    reserved = sorted({c for c in userinfo if c in _URL_RESERVED}) if at else []
+    if not reserved:
+        try:
+            urlsplit(url).port  # noqa: B018 - raises on a bad host or port
+            return
+        except ValueError:
+            reserved = []
+    shown = ", ".join(f"'{c}' as %{ord(c):02X}" for c in reserved) or "every reserved character"
+    raise DataCoolieError(
+        "the state URL does not parse: its user or password must percent-encode "
+        f"{shown} (the URL is not shown, to keep its password out of the output); encode them, or leave "
+        "the password out of the URL and set PGPASSWORD or ~/.pgpass"
+    )
 
 
 def open_state_store(location: str | os.PathLike[str]) -> StateStore:
@@ -94,6 +136,7 @@ def open_state_store(location: str | os.PathLike[str]) -> StateStore:
         DataCoolieError: a URL of another scheme (``mysql://``…), which no store serves.
     """
     if is_state_url(location):
+        check_state_url(str(location))
         from datacoolie_core.watermark.postgres_store import PostgresStateStore  # psycopg2 only when used
 
         return PostgresStateStore(str(location))
@@ -109,8 +152,20 @@ def open_state_store(location: str | os.PathLike[str]) -> StateStore:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages and logs)."""
-    parts = urlsplit(url)
+    """``url`` with its password replaced by ``***`` (for messages and logs).
+
+    A URL whose userinfo holds unencoded reserved characters (see :func:`check_state_url`) shows
+    ``***`` for the whole userinfo; one that does not parse at all shows only its scheme.
+    """
+    scheme, separator, rest = url.partition("://")
+    userinfo, at, after = rest.rpartition("@")
+    if separator and at and any(c in userinfo for c in _URL_RESERVED):
+        return f"{scheme}://***@{after}"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad host or port
+    except ValueError:
+        return f"{scheme}://***" if separator else "***"
     query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)  # libpq takes ?password= too
     if parts.password is None:
         return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))

@@ -90,7 +90,7 @@ def test_the_snapshot_digest_of_a_database_follows_its_rows(lake: Path) -> None:
     assert "workspace_id" not in first.path
     engine = sa.create_engine(url.split("?")[0])
     with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE dc_framework_dataflows SET destination_load_type = 'overwrite' "
+        conn.execute(sa.text("UPDATE dc_framework_dataflows SET execution_order = 7 "
                              "WHERE name = 'orders_eu_to_bronze'"))  # fmt: skip
     engine.dispose()
     assert read_snapshot(url, state_base_path=lake / "state").digest != first.digest

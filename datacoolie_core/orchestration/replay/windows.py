@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from itertools import pairwise
 
+from datacoolie_core.limits import MAX_REPLAY_CHUNKS
 from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.run_config import CHUNK_UNITS
 
@@ -60,7 +61,8 @@ def chunk_windows(start: Bound, end: Bound, chunk_interval: Mapping[str, int] | 
 
     Raises:
         ValueError: ``start >= end``, mixed bound kinds, a bad interval, ``step`` without integer
-            bounds or a calendar unit without date/datetime bounds.
+            bounds, a calendar unit without date/datetime bounds, or more than
+            :data:`~datacoolie_core.limits.MAX_REPLAY_CHUNKS` chunks.
     """
     start, end = _check_bounds(start, end)
     if chunk_interval is None:
@@ -69,10 +71,39 @@ def chunk_windows(start: Bound, end: Bound, chunk_interval: Mapping[str, int] | 
     if unit == "step":
         if not isinstance(start, int):
             raise ValueError(f"chunk_interval step needs integer start and end, got {start!r}; use a calendar unit")
+        check_chunk_count(start, end, unit, amount)
         return _integer_chunks(start, end, amount)  # type: ignore[arg-type]
     if isinstance(start, int):
         raise ValueError(f"chunk_interval {unit} needs date or datetime start and end, got {start!r}; use step")
+    check_chunk_count(start, end, unit, amount)
     return _calendar_chunks(start, end, unit, amount)  # type: ignore[arg-type]
+
+
+def check_chunk_count(start: Bound, end: Bound, unit: str, amount: int) -> None:
+    """Refuse a range that would cut into more than :data:`MAX_REPLAY_CHUNKS` chunks, before listing any.
+
+    Counted from the bounds alone (an upper bound: the shortest chunk of the unit, plus the short
+    chunks where alignment restarts each day or year), so a hostile range costs nothing.
+    """
+    estimate = chunk_count_bound(start, end, unit, amount)
+    if estimate > MAX_REPLAY_CHUNKS:
+        raise ValueError(
+            f"replay [{start}, {end}) in chunks of {{{unit}: {amount}}} makes up to {estimate:,} chunks, more than "
+            f"the {MAX_REPLAY_CHUNKS:,} one replay may run; use a larger chunk_interval or a shorter range"
+        )
+
+
+def chunk_count_bound(start: Bound, end: Bound, unit: str, amount: int) -> int:
+    """At least as many as the chunks :func:`chunk_windows` cuts ``[start, end)`` into (pure arithmetic)."""
+    if isinstance(start, int) and isinstance(end, int):
+        return (end - start) // amount + 2
+    assert isinstance(start, date)
+    assert isinstance(end, date)
+    span = _as_datetime(end) - _as_datetime(start)
+    shortest = {"years": timedelta(days=365), "months": timedelta(days=28), "weeks": timedelta(weeks=1),
+                "days": timedelta(days=1), "hours": timedelta(hours=1), "minutes": timedelta(minutes=1)}[unit]  # fmt: skip
+    restarts = {"months": span.days // 365 + 1, "hours": span.days + 1, "minutes": span.days + 1}.get(unit, 0)
+    return span // (shortest * amount) + restarts + 2
 
 
 def chunk_key(chunk: Chunk) -> str:

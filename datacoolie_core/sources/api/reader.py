@@ -8,8 +8,8 @@ into the request as :mod:`~datacoolie_core.sources.api.bounds` says.
 
 Records become one DataFrame whose schema is the union of the records' keys (a key missing from a
 record is null; a key holding several kinds of value becomes text). A mapped field of a temporal
-format that arrives as ISO text is parsed into a date/datetime column, so its watermark is stored
-typed. The shared tail (:func:`~datacoolie_core.sources.finalize.finalize`) then applies the exact
+format that arrives as ISO text is compared and its watermark stored as a date/datetime, while the
+column itself stays text, as Spark's JSON reading keeps it. The shared tail (:func:`~datacoolie_core.sources.finalize.finalize`) then applies the exact
 watermark window, ``filter_expression``, the count and the new watermark, as for every source.
 """
 
@@ -56,7 +56,8 @@ class ApiReader:
         records = [record for found, _, _ in fetched for record in found]
         if not records:
             return None
-        data = typed_fields(to_frame(records, label), bounds)
+        data = to_frame(records, label)
+        typed = typed_fields(data, bounds)
         action = {"method": configure.method.upper(), "url": url, "pages": sum(pages for _, pages, _ in fetched),
                   "records": len(records), "bounds": [sent for _, _, sent in fetched]}  # fmt: skip
         if len(groups) == 1:
@@ -67,7 +68,36 @@ class ApiReader:
         request = _range_on_response_column(request, bounds)
         if request.read_range is not None and request.read_range.column not in data.columns and pushed:
             request = dataclasses.replace(request, read_range=None, watermark=None)
-        return finalize(data.lazy(), narrowed, request, source_action=action, pseudo_watermark=pushed)
+        return read_keeping_text(data, typed, narrowed, request, action, pushed)
+
+
+_ROW = "__datacoolie_api_row__"
+"""Position of a record in the response, kept through the read to put its text values back."""
+
+
+def read_keeping_text(
+    data: pl.DataFrame,
+    typed: pl.DataFrame,
+    source: Source,
+    request: ReadRequest,
+    action: dict[str, Any],
+    pushed: dict[str, Any],
+) -> ReadResult | None:
+    """Filter and take the watermark on the typed fields, but hand on the columns as the API sent them.
+
+    A timestamp field that arrives as text stays text in the table (Spark's JSON reading does not
+    infer timestamps; DataCoolie keeps the text on both engines); its watermark is still compared and
+    stored as a timestamp, as the typed column orders it.
+    """
+    parsed = [c for c in typed.columns if typed.schema[c] != data.schema[c]]
+    if not parsed:
+        return finalize(typed.lazy(), source, request, source_action=action, pseudo_watermark=pushed)
+    result = finalize(typed.with_row_index(_ROW).lazy(), source, request, source_action=action, pseudo_watermark=pushed)
+    if result is None:
+        return None
+    rows = result.data[_ROW]
+    result.data = result.data.with_columns(data[c].gather(rows).alias(c) for c in parsed).drop(_ROW)
+    return result
 
 
 def _range_on_response_column(request: ReadRequest, bounds: list[FieldBounds]) -> ReadRequest:

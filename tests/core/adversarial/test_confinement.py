@@ -424,3 +424,21 @@ def test_control_characters_are_exactly_unicode_category_cc() -> None:
         if not 0xD800 <= c <= 0xDFFF and has_control(f"a{chr(c)}b") != (unicodedata.category(chr(c)) == "Cc")
     ]
     assert disagree == []
+
+
+@pytest.mark.parametrize("name", ["%2e%2e", "%2E%2E", ".%2e", "sales%20eu", "a%2Fb"])
+@pytest.mark.parametrize(
+    "base", ["s3://bucket/lake", "/data/lake", "file:///data/lake"], ids=["s3", "local", "file-url"]
+)
+@pytest.mark.parametrize("field", ["schema_name", "table"])
+def test_percent_escaped_names_are_refused_on_every_storage(name: str, base: str, field: str) -> None:
+    lake = {"name": "lake", "format": "delta", "configure": {"base_path": base}}
+    destination = {"connection_name": "lake", "schema_name": "sales", "table": "orders"} | {field: name}
+    document = {
+        "connections": [{"name": "fn", "format": "function"}, lake],
+        "dataflows": [{"name": "orders", "source": {"connection_name": "fn", "python_function": "m.f"},
+                       "destination": destination}],
+    }  # fmt: skip
+    errors = validate_document(document).errors
+    assert [e.path for e in errors] == [f"dataflows[0].destination.{field}"]
+    assert "contains the percent escape" in errors[0].message

@@ -103,13 +103,14 @@ def test_merge_upsert(tmp_path: Path) -> None:
     assert_frame_equal(read_table(dest.path), stored(expected))
 
 
-def test_merge_upsert_evolves_the_schema_and_matches_null_keys(tmp_path: Path) -> None:
+def test_merge_upsert_evolves_the_schema(tmp_path: Path) -> None:
     dest = make_destination(tmp_path, load_type="merge_upsert", merge_keys=["id"])
     WRITER.write(pl.DataFrame({"id": [1, None], "name": ["a", "n"]}), dest, marker=marker(1))
-    # a new source column is added to the table, not dropped (DataCoolie F-11 dropped it)
+    # a new source column is added to the table, not dropped (DataCoolie F-11 dropped it); the null
+    # key matches nothing, so its row is inserted beside the stored one
     WRITER.write(pl.DataFrame({"id": [1, None], "name": ["A", "N"], "score": [1.5, 2.5]}), dest, marker=marker(2))
-    expected = pl.DataFrame({"id": [None, 1], "name": ["N", "A"], "score": [2.5, 1.5]})
-    assert_frame_equal(read_table(dest.path), expected)
+    expected = pl.DataFrame({"id": [None, None, 1], "name": ["N", "n", "A"], "score": [2.5, None, 1.5]})
+    assert_frame_equal(read_table(dest.path, "id", "name"), expected)
 
 
 def test_merge_overwrite(tmp_path: Path) -> None:
@@ -333,11 +334,19 @@ def test_scd2_unchanged_redelivery_creates_no_extra_current_row(tmp_path: Path) 
     [
         ({"k": [1, 2, 3], "v": [1, 2, 3]}, ["k"], {"k": [1, 2, 3], "v": [1, 2, 3]}),
         ({"k": [3, 1, 3], "v": [1, 2, 3]}, ["k"], {"k": [1, 3], "v": [2, 3]}),
-        ({"k": [None, 1, None], "v": [1, 2, 3]}, ["k"], {"k": [1, None], "v": [2, 3]}),
+        ({"k": [None, 1, None], "v": [1, 2, 3]}, ["k"], {"k": [None, 1, None], "v": [1, 2, 3]}),
+        ({"k": [None, 1, None, 1], "v": [1, 2, 3, 4]}, ["k"], {"k": [None, None, 1], "v": [1, 3, 4]}),
         ({"k": [1, 1, 1], "j": ["a", "b", "a"], "v": [1, 2, 3]}, ["k", "j"], {"k": [1, 1], "j": ["b", "a"], "v": [2, 3]}),
         ({"k": [None, 2], "v": [1, 2]}, ["k"], {"k": [None, 2], "v": [1, 2]}),
     ],
-    ids=["unique-keys", "repeated-key-last-wins", "null-keys-are-one-key", "composite-key", "one-null-key"],
+    ids=[
+        "unique-keys",
+        "repeated-key-last-wins",
+        "null-keys-are-each-kept",
+        "null-keys-kept-beside-a-repeated-key",
+        "composite-key",
+        "one-null-key",
+    ],
 )  # fmt: skip
 def test_a_merge_batch_keeps_the_last_row_per_key(
     rows: dict[str, list[object]], keys: list[str], expected: dict[str, list[object]]
@@ -349,3 +358,34 @@ def test_a_merge_batch_keeps_the_last_row_per_key(
 def test_a_merge_batch_without_repeated_keys_is_not_copied() -> None:
     frame = pl.DataFrame({"k": [1, 2, None], "v": ["a", "b", "c"]})
     assert last_per_key(frame, ["k"]) is frame
+
+
+def test_merge_upsert_null_keys_never_match(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dest = make_destination(tmp_path, load_type="merge_upsert", merge_keys=["id"])
+    # load 1 — one keyed row, two null-key rows: every null-key row is its own insert
+    info = WRITER.write(batch([(1, "a", 10), (None, "n1", 1), (None, "n2", 2)], load=1), dest, marker=marker(1))
+    assert info.null_key_rows == 2
+    # load 2 — a new null-key row matches no stored one (target.id = source.id, as DataCoolie's MERGE)
+    with caplog.at_level("WARNING", logger="datacoolie_core.destinations.load_strategies"):
+        info = WRITER.write(batch([(None, "n3", 3), (1, "A", 11)], load=2), dest, marker=marker(2))
+    assert (info.null_key_rows, info.rows_inserted, info.rows_updated) == (1, 1, 1)
+    assert "1 row(s) have a null merge key (id)" in caplog.text
+    expected = [(None, "n1", 1, 1, 1), (None, "n2", 2, 1, 1), (None, "n3", 3, 2, 2), (1, "A", 11, 1, 2)]
+    assert_frame_equal(read_table(dest.path, "id", "name"), stored(expected).sort(["id", "name"], nulls_last=False))
+
+
+def test_merge_overwrite_null_keys_never_replace_stored_ones(tmp_path: Path) -> None:
+    dest = make_destination(tmp_path, load_type="merge_overwrite", merge_keys=["id"])
+    WRITER.write(batch([(1, "a", 10), (None, "n1", 1)], load=1), dest, marker=marker(1))
+    info = WRITER.write(batch([(None, "n2", 2)], load=2), dest, marker=marker(2))
+    assert info.null_key_rows == 1
+    assert read_table(dest.path, "name")["name"].to_list() == ["a", "n1", "n2"]
+
+
+def test_merge_upsert_keeps_a_column_the_batch_lacks(tmp_path: Path) -> None:
+    dest = make_destination(tmp_path, load_type="merge_upsert", merge_keys=["id"])
+    WRITER.write(batch([(1, "a", 10), (2, "b", 20)], load=1), dest, marker=marker(1))
+    # load 2 — the batch has no `amount`: the update keeps the stored amount, the insert gets null
+    WRITER.write(batch([(1, "A", None), (3, "c", None)], load=2).drop("amount"), dest, marker=marker(2))
+    table = read_table(dest.path)
+    assert table.select("id", "name", "amount").rows() == [(1, "A", 10), (2, "b", 20), (3, "c", None)]

@@ -11,6 +11,7 @@ import pytest
 
 from datacoolie_core.models.run_config import ReplayConfig
 from datacoolie_core.orchestration.replay import Chunk, chunk_key, chunk_windows
+from datacoolie_core.orchestration.replay.windows import chunk_count_bound
 
 D = date
 T = datetime
@@ -218,3 +219,37 @@ def test_replay_config_values_chunk_as_documented() -> None:
 def test_invalid_windows_raise(start: Any, end: Any, interval: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         chunk_windows(start, end, interval)
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "interval"),
+    [
+        (0, 10**12, {"step": 1}),
+        (datetime(2000, 1, 1), datetime(2010, 1, 1), {"minutes": 1}),
+        (date(1000, 1, 1), date(9000, 1, 1), {"days": 1}),
+    ],
+    ids=["step-1-over-1e12", "minutes-over-ten-years", "days-over-8000-years"],
+)
+def test_too_many_chunks_are_refused_before_any_is_listed(start: Any, end: Any, interval: dict[str, int]) -> None:
+    message = r"makes up to [\d,]+ chunks, more than the 100,000 one replay may run; use a larger chunk_interval"
+    with pytest.raises(ValueError, match=message):
+        chunk_windows(start, end, interval)
+    with pytest.raises(ValueError, match=message):
+        ReplayConfig(start=start, end=end, chunk_interval=interval)
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [
+        (datetime(2023, 3, 5, 7, 13), datetime(2026, 1, 1)),
+        (datetime(2023, 3, 5, 7, 13), datetime(2023, 3, 7, 7)),
+        (date(2020, 2, 29), date(2024, 3, 1)),
+    ],
+    ids=["years", "two-days", "dates"],
+)
+@pytest.mark.parametrize("unit", ["years", "months", "weeks", "days", "hours", "minutes"])
+@pytest.mark.parametrize("amount", [1, 5, 7, 13])
+def test_the_chunk_count_bound_is_never_below_the_count(start: Any, end: Any, unit: str, amount: int) -> None:
+    if unit == "minutes" and (end - start).days > 2:
+        return
+    assert chunk_count_bound(start, end, unit, amount) >= len(chunk_windows(start, end, {unit: amount}))

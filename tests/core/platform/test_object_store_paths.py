@@ -89,5 +89,5 @@ def test_validate_refuses_an_encoded_climb_out_of_an_s3_base_path(
     )  # fmt: skip
     assert main(["validate", str(metadata)]) == 2  # invalid metadata
     out = capsys.readouterr()
-    assert "destination.table" in out.out + out.err
-    assert "'%2e%2e/other' leaves its root 's3://bucket/lake'" in out.out + out.err
+    assert "destination.schema_name" in out.out + out.err
+    assert "contains the percent escape '%2e'" in out.out + out.err
