@@ -39,7 +39,8 @@ DEPLOY = REPOSITORY / "deploy"
 K8S = DEPLOY / "k8s"
 PG_ENV = {"DATACOOLIE_PG_HOST": "db", "DATACOOLIE_PG_PORT": "5432", "DATACOOLIE_PG_USER": "u",
           "DATACOOLIE_PG_PASSWORD": "p", "DAGSTER_PG_PASSWORD": "p", "DATACOOLIE_PG_DB": "d",
-          "DATACOOLIE_SHARED_STORAGE": "/shared/dagster"}  # fmt: skip
+          "DATACOOLIE_LOG_BUCKET": "logs", "DATACOOLIE_LOG_PREFIX": "dagster/compute-logs", "AWS_REGION": "eu-west-1",
+          "DATACOOLIE_S3_ENDPOINT": "http://s3:9000"}  # fmt: skip
 
 
 def load(path: Path) -> Any:
@@ -153,6 +154,10 @@ def test_the_celery_worker_file_fits_celery_executor_schema(monkeypatch: pytest.
 
     assert config["broker"] == "redis://broker:6379/0"
     assert config["config_source"]["task_acks_late"] is True
+    # the step's own lines reach its captured log (Celery would swallow them into its logger)
+    assert config["config_source"]["worker_redirect_stdouts"] is False
+    # a step lost with its worker runs again within minutes, not hours
+    assert config["config_source"]["broker_transport_options"]["visibility_timeout"] <= 600
     # the code location reads the same file (DATACOOLIE_EXECUTOR_CONFIG) as its celery executor
     executor = build_executor(executor_setting_from_file(DEPLOY / "celery" / "worker.yaml"))
     assert executor is not None
