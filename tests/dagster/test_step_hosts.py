@@ -42,6 +42,13 @@ def location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     snapshot_location.defs.cache_clear()
 
 
+def stage_job() -> dg.JobDefinition:
+    """The stage job, for ``dg.reconstructable``: a target of this module's own, because Dagster keeps
+    the last job built for a target (``ReconstructableJob.get_definition`` is cached) and another
+    test's run of ``snapshot_location.stage_job`` in this process would be served instead."""
+    return snapshot_location.stage_job()
+
+
 def host(root: Path, name: str, history: Path) -> tuple[dg.DagsterInstance, Path]:
     """A "host": an instance on the shared run history, with its own artifact storage and step logs."""
     home, storage = root / name / "dagster_home", root / name / "local"
@@ -85,7 +92,7 @@ def test_shard_steps_run_on_a_host_that_never_saw_the_planning_step(location: Pa
     history = location / "history"
     first, first_storage = host(location, "host_a", history)
     second, second_storage = host(location, "host_b", history)
-    job = dg.reconstructable(snapshot_location.stage_job)
+    job = dg.reconstructable(stage_job)
     try:
         with dg.execute_job(job, instance=first, run_config={"job_num": SHARDS}) as planned:
             assert planned.success
