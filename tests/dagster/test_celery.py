@@ -184,6 +184,7 @@ def deploy(root: Path, broker: str, database: dict[str, str], db: int, server: S
         "DATACOOLIE_CELERY_BACKEND": f"{broker}/{db + 1}",
         "DATACOOLIE_EXECUTOR_CONFIG": str(root / "worker.yaml"),
         "DATACOOLIE_TEST_METADATA": METADATA,
+        "DATACOOLIE_LOG_PATH": "-",  # the engine's execution and system logs: in each step's log
         # the secrets the connections' secrets_ref name: every process resolves them from its environment
         KEY_ID_VAR: ACCESS_KEY_ID,
         SECRET_VAR: SECRET_ACCESS_KEY,
@@ -323,11 +324,14 @@ def step_log(instance: dg.DagsterInstance, run_id: str, step: str) -> str:
 
 
 def assert_step_logs_on_s3(deployment: Deployment, instance: dg.DagsterInstance, run_id: str) -> None:
-    """Each shard step's log, uploaded to S3 by the worker that ran it, holds the step's own lines."""
+    """Each shard step's log, uploaded to S3 by the worker that ran it, holds the step's own lines:
+    Dagster's, and the engine's execution log (a row per dataflow of the shard)."""
     assert deployment.server.keys(f"s3://{deployment.bucket}/{LOG_PREFIX}/")
     for i in range(SHARDS):
         text = step_log(instance, run_id, f"datacoolie_run_shard[shard_{i}]")
         assert f"shard {i}/{SHARDS}:" in text, text[-2000:]
+        rows = [json.loads(line) for line in text.splitlines() if line.startswith('{"_type": "dataflow_run_log"')]
+        assert {row["dataflow_name"] for row in rows} >= {f"df_{int(t[-2:]):02d}" for t in deployment.shard_tables(i)}
         assert SECRET_ACCESS_KEY not in text
 
 

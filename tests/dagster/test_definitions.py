@@ -130,3 +130,21 @@ def test_the_module_location_runs_every_job_with_the_executor_config_file(
         importlib.reload(definitions)
     assert {job: e.name for job, e in chosen.items()} == dict.fromkeys(jobs, "multiprocess")
     assert all(e is not dg.multi_or_in_process_executor for e in chosen.values())
+
+
+def test_the_module_location_sends_engine_logs_where_datacoolie_log_path_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATACOOLIE_HOME", str(tmp_path / "data"))
+    import datacoolie_dagster.definitions as definitions
+
+    try:
+        default = importlib.reload(definitions).defs.resources["datacoolie"].log_base_path
+        monkeypatch.setenv("DATACOOLIE_LOG_PATH", "-")
+        stdout = importlib.reload(definitions).defs.resources["datacoolie"].log_base_path
+    finally:
+        monkeypatch.delenv("DATACOOLIE_LOG_PATH", raising=False)
+        monkeypatch.delenv("DATACOOLIE_HOME")
+        importlib.reload(definitions)
+    assert default == str(tmp_path / "data" / "logs")
+    assert stdout == "-"
