@@ -11,7 +11,8 @@ COPY datacoolie_dagster ./datacoolie_dagster
 COPY datacoolie_dagster_hook ./datacoolie_dagster_hook
 # the README's install, without the dev tools: every version pinned by constraints.txt.
 # EXTRA_PACKAGES adds a deployment's Dagster libraries, pinned there too: "dagster-k8s" for
-# deploy/k8s, "dagster-celery redis" for Celery workers (docs/deployment.md).
+# deploy/k8s, "dagster-celery redis" for Celery workers, plus "dagster-aws" for step logs on S3
+# (docs/deployment.md).
 ARG EXTRA_PACKAGES=""
 RUN pip install --no-cache-dir -c constraints.txt . $EXTRA_PACKAGES \
  && useradd --create-home datacoolie

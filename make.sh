@@ -162,6 +162,21 @@ ensure_redis() {
   fi
 }
 
+ensure_azurite() {
+  # The abfss:// tests (tests/dagster/test_azure_tables.py) start Azurite, the Azure Storage
+  # emulator, from the npm package installed beside the virtualenv (tests/support/azurite.py).
+  local version=3.35.0
+  if [[ -x "$VENV/azurite/node_modules/.bin/azurite-blob" ]]; then
+    return
+  fi
+  if command -v npm >/dev/null; then
+    echo "installing Azurite $version (npm) for the abfss:// tests..."
+    npm install --prefix "$VENV/azurite" --no-audit --no-fund --silent "azurite@$version" >/dev/null
+  else
+    echo "warning: npm is not installed; the Azurite tests will skip (and fail under CI)" >&2
+  fi
+}
+
 test() {
   install dev,oracle
   ensure_postgres
@@ -169,6 +184,7 @@ test() {
   ensure_java
   ensure_browser
   ensure_redis
+  ensure_azurite
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster datacoolie_dagster_hook

@@ -50,6 +50,7 @@ sys.path.insert(0, str(REPOSITORY))
 
 import dagster as dg  # noqa: E402
 import polars as pl  # noqa: E402
+import yaml  # noqa: E402
 
 from tests.dagster.celery_support import celery_workers  # noqa: E402
 from tests.support.postgres import postgres_url  # noqa: E402
@@ -206,12 +207,22 @@ def servers(root: Path) -> Iterator[tuple[str, dict[str, str]]]:
             "DATACOOLIE_PG_DB": "bench_scale",
             "DATACOOLIE_CELERY_BROKER": f"{broker}/0",
             "DATACOOLIE_CELERY_BACKEND": f"{broker}/1",
-            "DATACOOLIE_SHARED_STORAGE": str(root / "shared" / "dagster"),
             "DATACOOLIE_TEST_METADATA": str(root / "shared" / "metadata.json"),
             "DATACOOLIE_TEST_STATE": str(root / "shared" / "state"),
             "BENCH_STATE_URL": f"postgresql://{parsed.username}:{parsed.password}@{parsed.hostname}:{parsed.port}/bench_scale",
         }
         yield f"{broker}/0", env
+
+
+def write_instance(root: Path, target: Path) -> None:
+    """deploy/celery/dagster.yaml with the step logs in a local folder: one host, no S3 server here."""
+    config = yaml.safe_load((REPOSITORY / "deploy" / "celery" / "dagster.yaml").read_text(encoding="utf-8"))
+    config["compute_logs"] = {
+        "module": "dagster._core.storage.local_compute_log_manager",
+        "class": "LocalComputeLogManager",
+        "config": {"base_dir": str(root / "compute_logs")},
+    }
+    target.write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
 def bench_workload(name: str, dataflows: int, rows: int, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -223,7 +234,7 @@ def bench_workload(name: str, dataflows: int, rows: int, args: argparse.Namespac
         files = executor_files(root)
         home = root / "coordinator_home"
         home.mkdir()
-        shutil.copyfile(REPOSITORY / "deploy" / "celery" / "dagster.yaml", home / "dagster.yaml")
+        write_instance(root, home / "dagster.yaml")
         with servers(root) as (broker, env):
             os.environ.update(env)
             worker_env = {**os.environ, "PYTHONPATH": str(REPOSITORY), "DATACOOLIE_EXECUTOR_CONFIG": str(files["celery"]),

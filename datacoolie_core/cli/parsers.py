@@ -93,7 +93,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-count", type=int, default=0, help="retries after the first attempt")
     parser.add_argument("--retry-delay", type=float, default=5.0, help="base retry delay in seconds (doubles, max 60)")
     parser.add_argument("--stop-on-error", action="store_true", help="admit nothing new after the first failure")
-    parser.add_argument("--log-path", default=None, help="write execution and system logs under this folder")
+    parser.add_argument(
+        "--log-path", default=None, help="write execution and system logs under this folder ('-': to standard output)"
+    )
     parser.add_argument("--state-path", default=None, help="state root (watermarks); default: beside the metadata")
     parser.add_argument("--state-url", default=None, help=STATE_URL_HELP)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -12,6 +12,10 @@ in the partition of the job's start so rewrites replace it. Every registered sec
 (:mod:`datacoolie_core.redaction`) is replaced by ``***`` in every string of a row, keys included.
 Storage failures are reported once on the ``datacoolie.logging`` logger and never raised into the
 pipeline.
+
+``log_base_path="-"`` (:data:`STDOUT`) writes the same lines, and the job snapshot as a line, to
+standard output instead (:class:`StreamAppender`): on a host whose disk is not kept (a Kubernetes
+pod, a Celery worker), the orchestrator collects them with the step's output.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.redaction import mask, register_secrets
 
 LOG_SCHEMA_VERSION = 1
+STDOUT = "-"
+"""The ``log_base_path`` that sends the execution and system logs to standard output, not files."""
 internal_logger = logging.getLogger("datacoolie.logging")
+_stream_lock = threading.Lock()
 
 Clock = Callable[[], datetime]
 
@@ -130,6 +137,32 @@ class JsonLinesAppender:
         self._fds.clear()
 
 
+class StreamAppender:
+    """Writes whole lines to standard output (file descriptor 1), one ``os.write`` each, one writer
+    at a time; ``path`` (where the line would go as a file) only names the kind of line.
+
+    The descriptor, not ``sys.stdout``: whatever captures the process's output at that level (a
+    Dagster step's captured log, a container runtime) sees every line, from every thread.
+    """
+
+    def __init__(self, fd: int = 1) -> None:
+        self._fd = fd
+
+    def append(self, path: Path, line: bytes) -> None:
+        with _stream_lock:
+            written = os.write(self._fd, line)
+            while written < len(line):
+                written += os.write(self._fd, line[written:])
+
+    def close(self) -> None:
+        """Nothing to release: standard output stays open."""
+
+
+def is_stdout(log_base_path: str | os.PathLike[str]) -> bool:
+    """Whether ``log_base_path`` is :data:`STDOUT`."""
+    return os.fspath(log_base_path) == STDOUT
+
+
 class FailureReporter:
     """Reports the first storage failure of a logger on ``datacoolie.logging``; later ones are counted."""
 
@@ -209,7 +242,8 @@ class ExecutionLogger:
         self._clock = clock
         self._started = clock()
         self._scrubber = Scrubber(secrets)
-        self._appender = JsonLinesAppender()
+        self._stream = StreamAppender() if is_stdout(root) else None
+        self._appender: JsonLinesAppender | StreamAppender = self._stream or JsonLinesAppender()
         self._reporter = FailureReporter(f"execution log of job {job_id}")
         self._job_lock = threading.Lock()
         self._closed = False
@@ -265,7 +299,10 @@ class ExecutionLogger:
         }
         try:
             with self._job_lock:
-                write_atomically(self.job_log_path, self._scrubber.line(document))
+                if self._stream is not None:  # each snapshot a line: the last one is the job's final state
+                    self._stream.append(self.job_log_path, self._scrubber.line(document))
+                else:
+                    write_atomically(self.job_log_path, self._scrubber.line(document))
         except Exception as e:
             self._reporter.report(e)
 

@@ -29,7 +29,9 @@ from datacoolie_core.logging.execution_logger import (
     FailureReporter,
     JsonLinesAppender,
     Scrubber,
+    StreamAppender,
     file_token,
+    is_stdout,
     partition_dir,
 )
 
@@ -110,7 +112,8 @@ class SystemLogger:
         self.root = Path(root)
         self.session_id = session_id
         self._scrubber = Scrubber(secrets)
-        self._appender = JsonLinesAppender()
+        # root "-": the lines go to standard output (see execution_logger.STDOUT)
+        self._appender = StreamAppender() if is_stdout(root) else JsonLinesAppender()
         self._reporter = FailureReporter(f"system log of session {session_id}")
         self._handler = _Handler(self, level)
         self._closed = False

@@ -73,7 +73,8 @@ class DataCoolieDriver:
         config: sharding, concurrency, retries, dry run (default ``DataCoolieRunConfig()``).
         secret_provider: resolves ``secrets_ref`` (default: the platform).
         log_base_path: creates an ExecutionLogger and a SystemLogger under
-            ``log_base_path/{execution_logs,system_logs}`` unless loggers are given.
+            ``log_base_path/{execution_logs,system_logs}`` unless loggers are given; ``"-"``: both
+            write their JSON lines to standard output instead.
         execution_logger, system_logger: bring your own loggers.
 
     Raises:

@@ -19,7 +19,7 @@ from typing import Any
 
 from datacoolie_core.engine import ensure_engine
 from datacoolie_core.errors import DataCoolieError
-from datacoolie_core.logging.execution_logger import ExecutionLogger
+from datacoolie_core.logging.execution_logger import STDOUT, ExecutionLogger, is_stdout
 from datacoolie_core.logging.system_logger import SystemLogger
 from datacoolie_core.metadata.file_provider import WATERMARK_FOLDER, FileProvider
 from datacoolie_core.metadata.locations import is_metadata_url, url_provider
@@ -195,7 +195,10 @@ def _loggers(
     ):
         if logger is not None and not all(callable(getattr(logger, attr, None)) for attr in needs):
             raise DataCoolieError(f"{name} {logger!r} lacks {', '.join(needs)}")
-    if log_base_path is not None:
+    if log_base_path is not None and is_stdout(log_base_path):  # "-": both logs on standard output
+        system_logger = system_logger or SystemLogger(STDOUT, session_id=session)
+        execution_logger = execution_logger or ExecutionLogger(STDOUT, job_id=job_id)
+    elif log_base_path is not None:
         root = Path(log_base_path)
         system_logger = system_logger or SystemLogger(root / "system_logs", session_id=session)
         execution_logger = execution_logger or ExecutionLogger(root / "execution_logs", job_id=job_id)

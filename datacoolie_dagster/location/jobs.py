@@ -14,6 +14,12 @@ With ``job_index`` the job runs that one shard (CI launches indexes 0..N-1 as N 
 steps that the executor runs in parallel (multiprocess locally, k8s/Celery in a cluster). Each shard
 records an ``AssetMaterialization`` for every table it wrote, so the asset catalog is truthful
 whichever way the work ran.
+
+The steps hand each other nothing through an IO manager: the fan-out's outputs are ``Nothing``
+(Dagster keeps their mapping keys, ``shard_<index>``, in the event log) and every shard step reads
+its settings from the run's config and its index from its mapping key. So a shard step runs on any
+host that can load the code location — another Celery worker, its own Kubernetes pod — with no
+folder shared with the planning step's host.
 """
 
 # no `from __future__ import annotations`: Dagster reads the context and config annotations at runtime
@@ -47,6 +53,8 @@ ALL_STAGES_JOB = "datacoolie_all_stages"
 PLAN_OP = "datacoolie_shards"
 RUN_SHARD_OP = "datacoolie_run_shard"
 MAINTENANCE_JOB = "datacoolie_maintenance"
+SHARD_KEY_PREFIX = "shard_"
+"""A shard step's mapping key is ``shard_<index>``: the index it runs."""
 
 
 class ShardJobConfig(dg.Config):
@@ -168,12 +176,12 @@ def _stage_job(
     def to_ops(values: Mapping[str, Any]) -> dict[str, Any]:
         # a ConfigMapping hands its function a plain dict (unlike an op's Config parameter)
         config = ShardJobConfig(**values).model_dump()
-        return {
-            "ops": {
-                plan_name: {"config": config | {"stage": step.stage, "dataflow_ids": _list(step.dataflow_ids)}}
-                for (plan_name, _), step in zip(names, steps, strict=True)
-            }
-        }
+        ops: dict[str, Any] = {}
+        for (plan_name, run_name), step in zip(names, steps, strict=True):
+            # the shard steps get the very config the planning step got: they recompute their shard
+            step_config = {"config": config | {"stage": step.stage, "dataflow_ids": _list(step.dataflow_ids)}}
+            ops |= {plan_name: step_config, run_name: step_config}
+        return {"ops": ops}
 
     about = f"Run stage '{stage}' with the sharded parallel driver." if stage else "Run every stage in lineage order."
 
@@ -197,15 +205,16 @@ def _list(ids: tuple[str, ...] | None) -> list[str] | None:
 
 
 def _plan_op(snapshot: MetadataSnapshot | None) -> dg.OpDefinition:
-    @dg.op(name=PLAN_OP, ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dict), tags=_tags(snapshot))
-    def plan(context: dg.OpExecutionContext, config: ShardOpConfig) -> Iterator[dg.DynamicOutput[dict[str, Any]]]:
+    # Nothing outputs: a fan-out whose steps need no IO manager, so no folder shared between hosts
+    @dg.op(name=PLAN_OP, ins={"after": dg.In(dg.Nothing)}, out=dg.DynamicOut(dg.Nothing), tags=_tags(snapshot))
+    def plan(context: dg.OpExecutionContext, config: ShardOpConfig) -> Iterator[dg.DynamicOutput[None]]:
         if snapshot is not None:  # fail the run before any shard starts
             ensure_loaded_snapshot(context, snapshot)
         if config.job_num < 1 or (config.job_index is not None and not 0 <= config.job_index < config.job_num):
             raise dg.Failure(f"job_index must be in 0..{config.job_num - 1} (job_num {config.job_num})")
         indexes = [config.job_index] if config.job_index is not None else list(range(config.job_num))
         for index in indexes:
-            yield dg.DynamicOutput(config.model_dump() | {"job_index": index}, mapping_key=f"shard_{index}")
+            yield dg.DynamicOutput(None, mapping_key=f"{SHARD_KEY_PREFIX}{index}")
 
     return plan
 
@@ -224,14 +233,16 @@ def _run_shard_op(
 
     @dg.op(
         name=name,
+        ins={"planned": dg.In(dg.Nothing)},
         required_resource_keys={RESOURCE_KEY},
         out=dg.Out(dg.Nothing),
         pool=pool,
         tags=_tags(snapshot),
     )
-    def run_shard(context: dg.OpExecutionContext, shard: dict[str, Any]) -> Iterator[dg.AssetMaterialization]:
+    def run_shard(context: dg.OpExecutionContext, config: ShardOpConfig) -> Iterator[dg.AssetMaterialization]:
         if snapshot is not None:
             ensure_loaded_snapshot(context, snapshot)
+        shard = config.model_dump() | {"job_index": shard_index(context)}
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
         overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
                                            "stop_on_error", "dry_run")}  # fmt: skip
@@ -256,6 +267,16 @@ def _run_shard_op(
             _raise_failures(runtimes)
 
     return run_shard
+
+
+def shard_index(context: dg.OpExecutionContext) -> int:
+    """The index a shard step runs: its mapping key, ``shard_<index>``, set by the planning step."""
+    key = context.get_mapping_key()
+    if key is None or not key.startswith(SHARD_KEY_PREFIX) or not key[len(SHARD_KEY_PREFIX) :].isdigit():
+        raise dg.Failure(
+            f"{context.op.name}: runs only as a step of the fan-out ('{SHARD_KEY_PREFIX}<index>'), got {key!r}"
+        )
+    return int(key[len(SHARD_KEY_PREFIX) :])
 
 
 def _step_dataflows(parsed: list[DataFlow], shard: Mapping[str, Any]) -> list[DataFlow]:

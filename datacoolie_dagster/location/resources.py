@@ -27,7 +27,8 @@ class DataCoolieResource(dg.ConfigurableResource):
     worker; set it with ``dg.EnvVar("DATACOOLIE_STATE_URL")`` so the password stays out of the UI.
     Excludes ``state_base_path``. See docs/state-store.md."""
     log_base_path: str | None = None
-    """Execution and system logs root; no log files when unset (Dagster keeps its own event log)."""
+    """Execution and system logs root; no log files when unset (Dagster keeps its own event log);
+    ``-``: JSON lines on the step's standard output, which Dagster keeps as the step's captured log."""
     sql_base_path: str | None = None
     artifact_base_path: str | None = None
     max_workers: int = 4

@@ -30,6 +30,7 @@ defs = build_definitions(
     include_sensors=False,
     run_retries=0,
     executor=executor_setting_from_file(os.environ["DATACOOLIE_EXECUTOR_CONFIG"]),
+    log_base_path=os.environ.get("DATACOOLIE_LOG_PATH"),  # "-": the engine's logs in the step's log
 )
 
 

@@ -1,4 +1,5 @@
-"""Celery worker processes for the executor tests: each in its own working directory and DAGSTER_HOME.
+"""Celery worker processes for the executor tests: each a "host" of its own — its own working
+directory, DAGSTER_HOME and temporary folder (``TMPDIR``), so that no two share a local path.
 
 A worker is ``dagster-celery worker start`` (Dagster's own command: it writes the worker config
 file under the worker's DAGSTER_HOME and execs ``celery -A dagster_celery.app worker``), one task
@@ -14,7 +15,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,31 +63,49 @@ def _wait_ready(app: Celery, workers: list[Worker]) -> None:
             raise TimeoutError(f"workers {sorted(waiting)} not ready after {READY_TIMEOUT} s")
 
 
-def _start(name: str, root: Path, config: Path, dagster_yaml: Path, env: Mapping[str, str]) -> Worker:
+def _start(
+    name: str, root: Path, config: Path, dagster_yaml: Path, env: Mapping[str, str], provision: Provision
+) -> Worker:
     cwd = root / name
-    home = cwd / "dagster_home"
+    home, tmp = cwd / "dagster_home", cwd / "tmp"
     home.mkdir(parents=True)
+    tmp.mkdir()
     shutil.copyfile(dagster_yaml, home / "dagster.yaml")
+    provision(cwd)
     args = [str(BIN / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", str(config),
             "-n", name, "-q", QUEUE, "--", "--concurrency=1", "--without-gossip", "--without-mingle"]  # fmt: skip
     log = (cwd / "worker.log").open("wb")
     process = subprocess.Popen(
-        args, cwd=cwd, env={**env, "DAGSTER_HOME": str(home)}, stdout=log, stderr=subprocess.STDOUT,
+        args, cwd=cwd, env={**env, "DAGSTER_HOME": str(home), "TMPDIR": str(tmp)}, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
     log.close()
     return Worker(name, cwd, process)
 
 
+Provision = Callable[[Path], None]
+"""Puts on a worker's "host" (its working directory) what its image would hold, before it starts."""
+
+
+def _nothing(cwd: Path) -> None:
+    return None
+
+
 @contextmanager
 def celery_workers(
-    count: int, root: Path, config: Path, dagster_yaml: Path, env: Mapping[str, str], broker: str
+    count: int,
+    root: Path,
+    config: Path,
+    dagster_yaml: Path,
+    env: Mapping[str, str],
+    broker: str,
+    provision: Provision = _nothing,
 ) -> Iterator[list[Worker]]:
     """``count`` ready workers under ``root/worker_<i>``; each stopped (process group) at exit."""
     workers: list[Worker] = []
     with ExitStack() as stack:
         for index in range(count):
-            worker = _start(f"worker_{index}", root, config, dagster_yaml, env)
+            worker = _start(f"worker_{index}", root, config, dagster_yaml, env, provision)
             workers.append(worker)
             stack.callback(_stop, worker)
         app = Celery(broker=broker)

@@ -3,10 +3,14 @@ two ``dagster-celery`` worker processes with their own working directories and D
 stage of 40 dataflows fanned out over 4 shard steps, reading and writing S3 (moto in server mode).
 
 The sources and the lake are on S3 (``s3://<bucket>/landing``, ``s3://<bucket>/lake``; credentials
-from the connections' ``secrets_ref``, in every process's environment). Beyond S3 the workers share
-only PostgreSQL (Dagster's instance and DataCoolie's state store, ``DATACOOLIE_STATE_URL``) and
-Dagster's own step-output folder (``DATACOOLIE_SHARED_STORAGE``): no table and no state on a local
-disk, which the tests check. One run goes through
+from the connections' ``secrets_ref``, in every process's environment). The three "hosts" — two
+workers and the launching process (the run's coordinator; the test reads the run through its
+instance) — share nothing but PostgreSQL (Dagster's instance and DataCoolie's state store,
+``DATACOOLIE_STATE_URL``), Redis and S3: each has its own working directory, DAGSTER_HOME and
+temporary folder, and its own copy of the metadata file at the same relative path (as an image
+would ship it). The steps hand each other nothing through a folder, and their captured logs go to
+S3 (deploy/celery/dagster.yaml's ``S3ComputeLogManager``), so the launching host reads every step's
+log. No table, state or step output is on a local disk, which the tests check. One run goes through
 untouched; in the other, a worker is SIGKILLed while it is inside a shard step that has committed
 some of its tables: the broker redelivers the unacknowledged task (``task_acks_late`` +
 ``visibility_timeout``, deploy/celery/worker.yaml), the other worker runs the step again, and every
@@ -19,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -49,10 +54,15 @@ ROWS = 20_000
 """Enough for a shard step of 10 dataflows to last a few seconds: the window the kill is aimed at."""
 STAGE = "landing2bronze"
 LOCATION = "tests.dagster.celery_location"
+METADATA = "metadata.json"
+"""Where every host finds its copy of the metadata: relative to its working directory."""
+LOG_PREFIX = "dagster/compute-logs"
 VISIBILITY_TIMEOUT = 60
 """Seconds before Redis hands an unacknowledged task to another worker: well over a shard step here
 (a few seconds; a step still running past it would be handed out twice)."""
 RUN_TIMEOUT = 600.0
+INSTANCE_FILE = REPOSITORY / "deploy" / "celery" / "dagster.yaml"
+"""Every host's $DAGSTER_HOME/dagster.yaml, as shipped."""
 
 
 @pytest.fixture(scope="module")
@@ -71,14 +81,24 @@ def s3_server() -> Iterator[S3Server]:
 @dataclass(frozen=True)
 class Deployment:
     root: Path
-    shared: Path
+    image: Path
+    """What every host gets as is (the metadata file), as a container image would carry it."""
     env: dict[str, str]
     server: S3Server
     bucket: str
 
     @property
     def metadata(self) -> Path:
-        return self.shared / "metadata.json"
+        return self.image / METADATA
+
+    @property
+    def launcher(self) -> Path:
+        """The launching host's working directory (its DAGSTER_HOME is ``dagster_home`` in it)."""
+        return self.root / "launcher"
+
+    def provision(self, host: Path) -> None:
+        """A host's copy of the image: the metadata file at the path every process names."""
+        shutil.copytree(self.image, host, dirs_exist_ok=True)
 
     def table(self, index: int) -> str:
         return f"s3://{self.bucket}/lake/t_{index:02d}"
@@ -113,7 +133,7 @@ def s3_connection(name: str, kind: str, fmt: str, base_path: str, server: S3Serv
     }  # fmt: skip
 
 
-def write_stage(shared: Path, server: S3Server, bucket: str) -> Path:
+def write_stage(image: Path, server: S3Server, bucket: str) -> Path:
     """40 append dataflows with an ``updated_at`` watermark, each from its own landing folder on S3."""
     connections = [
         s3_connection("landing", "file", "parquet", f"s3://{bucket}/landing", server),
@@ -140,7 +160,7 @@ def write_stage(shared: Path, server: S3Server, bucket: str) -> Path:
                 "destination": {"connection_name": "bronze", "table": f"t_{i:02d}", "load_type": "append"},
             }
         )
-    path = shared / "metadata.json"
+    path = image / METADATA
     path.write_text(json.dumps({"connections": connections, "dataflows": dataflows}, indent=1), encoding="utf-8")
     return path
 
@@ -148,10 +168,10 @@ def write_stage(shared: Path, server: S3Server, bucket: str) -> Path:
 def deploy(root: Path, broker: str, database: dict[str, str], db: int, server: S3Server) -> Deployment:
     """The stage on a new bucket, the executor/worker config (deploy/celery/worker.yaml, a short
     visibility timeout) and the environment every process gets; Redis databases ``db`` and ``db + 1``."""
-    shared = root / "shared"
-    shared.mkdir()
+    image = root / "image"
+    image.mkdir()
     bucket = server.bucket()
-    write_stage(shared, server, bucket)
+    write_stage(image, server, bucket)
     config = yaml.safe_load((REPOSITORY / "deploy" / "celery" / "worker.yaml").read_text(encoding="utf-8"))
     config["execution"]["config"]["config_source"]["broker_transport_options"] |= {
         "visibility_timeout": VISIBILITY_TIMEOUT,
@@ -163,20 +183,29 @@ def deploy(root: Path, broker: str, database: dict[str, str], db: int, server: S
         "DATACOOLIE_CELERY_BROKER": f"{broker}/{db}",
         "DATACOOLIE_CELERY_BACKEND": f"{broker}/{db + 1}",
         "DATACOOLIE_EXECUTOR_CONFIG": str(root / "worker.yaml"),
-        "DATACOOLIE_SHARED_STORAGE": str(shared / "dagster"),
-        "DATACOOLIE_TEST_METADATA": str(shared / "metadata.json"),
-        "DATACOOLIE_TEST_STATE": str(shared / "state"),
+        "DATACOOLIE_TEST_METADATA": METADATA,
+        "DATACOOLIE_LOG_PATH": "-",  # the engine's execution and system logs: in each step's log
         # the secrets the connections' secrets_ref name: every process resolves them from its environment
         KEY_ID_VAR: ACCESS_KEY_ID,
         SECRET_VAR: SECRET_ACCESS_KEY,
+        # the steps' captured logs: S3 (deploy/celery/dagster.yaml), boto3's credentials
+        "DATACOOLIE_LOG_BUCKET": bucket,
+        "DATACOOLIE_LOG_PREFIX": LOG_PREFIX,
+        "DATACOOLIE_S3_ENDPOINT": server.endpoint,
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": SECRET_ACCESS_KEY,
         # the state store every worker shares: PostgreSQL (the instance's database, its own schema)
         "DATACOOLIE_STATE_URL": "postgresql://{DATACOOLIE_PG_USER}:{DATACOOLIE_PG_PASSWORD}@{DATACOOLIE_PG_HOST}:"
         "{DATACOOLIE_PG_PORT}/{DATACOOLIE_PG_DB}".format(**database),
     }
-    home = root / "coordinator_home"
-    home.mkdir()
-    (home / "dagster.yaml").write_bytes((REPOSITORY / "deploy" / "celery" / "dagster.yaml").read_bytes())
-    return Deployment(root, shared, env, server, bucket)
+    deployment = Deployment(root, image, env, server, bucket)
+    home = deployment.launcher / "dagster_home"
+    home.mkdir(parents=True)
+    (deployment.launcher / "tmp").mkdir()
+    deployment.provision(deployment.launcher)
+    (home / "dagster.yaml").write_bytes(INSTANCE_FILE.read_bytes())
+    return deployment
 
 
 def process_env(deployment: Deployment) -> dict[str, str]:
@@ -206,11 +235,12 @@ class Run:
 
 
 def launch(deployment: Deployment) -> Run:
-    """Start the run's coordinator: a process of its own, like a run worker (a fresh code location load)."""
-    home = deployment.root / "coordinator_home"
+    """Start the run's coordinator: a process of its own, like a run worker (a fresh code location load),
+    on the launching host."""
+    home = deployment.launcher / "dagster_home"
     process = subprocess.Popen(
-        [sys.executable, "-m", LOCATION, str(SHARDS)], cwd=deployment.root,
-        env={**process_env(deployment), "DAGSTER_HOME": str(home)},
+        [sys.executable, "-m", LOCATION, str(SHARDS)], cwd=deployment.launcher,
+        env={**process_env(deployment), "DAGSTER_HOME": str(home), "TMPDIR": str(deployment.launcher / "tmp")},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     return Run(process, home)
@@ -224,7 +254,7 @@ def instance_of(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     def open_instance(deployment: Deployment) -> dg.DagsterInstance:
         for name, value in deployment.env.items():
             monkeypatch.setenv(name, value)
-        opened.append(dg.DagsterInstance.from_config(str(deployment.root / "coordinator_home")))
+        opened.append(dg.DagsterInstance.from_config(str(deployment.launcher / "dagster_home")))
         return opened[-1]
 
     yield open_instance
@@ -257,8 +287,7 @@ def assert_tables_exact(deployment: Deployment) -> None:
 
 
 def assert_state_in_postgres(deployment: Deployment) -> None:
-    """One watermark per dataflow in the PostgreSQL state store, and no state folder anywhere on disk."""
-    assert not (deployment.shared / "state").exists()
+    """One watermark per dataflow in the PostgreSQL state store (no state folder on disk: see below)."""
     connection = psycopg2.connect(deployment.env["DATACOOLIE_STATE_URL"])
     try:
         with connection.cursor() as cursor:
@@ -268,14 +297,42 @@ def assert_state_in_postgres(deployment: Deployment) -> None:
         connection.close()
 
 
-def assert_nothing_local(deployment: Deployment, workers: list[Worker]) -> None:
-    """No process wrote a table, a source copy or state on a local disk: not in the workers' own
-    working directories, not in the shared folder, nowhere under the test's root."""
-    assert {p.name for p in deployment.shared.iterdir()} <= {"dagster", "metadata.json"}
+def assert_nothing_local(deployment: Deployment, workers: list[Worker], run_id: str) -> None:
+    """No process wrote a table, a source copy, state or a step output on a local disk: not in the
+    hosts' own working directories (DAGSTER_HOMEs and temporary folders in them), nowhere under the
+    test's root."""
     assert all(worker.cwd.is_relative_to(deployment.root) for worker in workers)  # so the walk below sees them
     names = {"_delta_log", "watermarks", "lake", "landing", "state"}
     local = [p.relative_to(deployment.root) for p in deployment.root.rglob("*") if p.name in names]
     assert local == [], f"written locally: {local}"
+    outputs = [p.relative_to(deployment.root) for p in deployment.root.rglob(f"storage/{run_id}/**/*") if p.is_file()]
+    assert outputs == [], f"step outputs on a host's disk: {outputs}"
+
+
+def step_log(instance: dg.DagsterInstance, run_id: str, step: str) -> str:
+    """The captured stdout and stderr of ``step``'s last attempt, read through ``instance`` (from S3)."""
+    captured = [
+        r.dagster_event.logs_captured_data
+        for r in instance.all_logs(run_id, of_type=dg.DagsterEventType.LOGS_CAPTURED)
+        if r.dagster_event and step in (r.dagster_event.logs_captured_data.step_keys or [])
+    ]
+    assert captured, f"no captured logs for {step}"
+    manager = instance.compute_log_manager
+    assert type(manager).__name__ == "S3ComputeLogManager"
+    data = manager.get_log_data(manager.build_log_key_for_run(run_id, captured[-1].file_key))
+    return (data.stdout or b"").decode() + (data.stderr or b"").decode()
+
+
+def assert_step_logs_on_s3(deployment: Deployment, instance: dg.DagsterInstance, run_id: str) -> None:
+    """Each shard step's log, uploaded to S3 by the worker that ran it, holds the step's own lines:
+    Dagster's, and the engine's execution log (a row per dataflow of the shard)."""
+    assert deployment.server.keys(f"s3://{deployment.bucket}/{LOG_PREFIX}/")
+    for i in range(SHARDS):
+        text = step_log(instance, run_id, f"datacoolie_run_shard[shard_{i}]")
+        assert f"shard {i}/{SHARDS}:" in text, text[-2000:]
+        rows = [json.loads(line) for line in text.splitlines() if line.startswith('{"_type": "dataflow_run_log"')]
+        assert {row["dataflow_name"] for row in rows} >= {f"df_{int(t[-2:]):02d}" for t in deployment.shard_tables(i)}
+        assert SECRET_ACCESS_KEY not in text
 
 
 def assert_secret_nowhere(deployment: Deployment, instance: dg.DagsterInstance, run_id: str) -> None:
@@ -309,8 +366,8 @@ def test_a_stage_fans_out_over_two_celery_workers(
     instance = instance_of(deployment)  # creates Dagster's tables once: two workers starting on an empty
     # database race to create them ("type runs already exists"), as any deployment's first start would
     worker_yaml = tmp_path / "worker.yaml"
-    with celery_workers(2, tmp_path, worker_yaml, tmp_path / "coordinator_home" / "dagster.yaml",
-                        process_env(deployment), f"{broker}/0") as workers:  # fmt: skip
+    with celery_workers(2, tmp_path, worker_yaml, INSTANCE_FILE, process_env(deployment), f"{broker}/0",
+                        deployment.provision) as workers:  # fmt: skip
         run = launch(deployment)
         run_id = run.wait()
     taken = worker_of_steps(instance, run_id)
@@ -322,8 +379,9 @@ def test_a_stage_fans_out_over_two_celery_workers(
     # both workers ran steps, and no step ran twice
     assert {w for _, w in taken} == {w.hostname for w in workers}
     assert len(taken) == len({s for s, _ in taken})
-    assert_nothing_local(deployment, workers)
+    assert_nothing_local(deployment, workers, run_id)
     assert_secret_nowhere(deployment, instance, run_id)
+    assert_step_logs_on_s3(deployment, instance, run_id)
 
 
 class KillMidStep:
@@ -369,8 +427,8 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
 ) -> None:
     deployment = deploy(tmp_path, broker, postgres_database, db=2, server=s3_server)
     instance = instance_of(deployment)  # Dagster's tables created before the workers start (see above)
-    with celery_workers(2, tmp_path, tmp_path / "worker.yaml", tmp_path / "coordinator_home" / "dagster.yaml",
-                        process_env(deployment), f"{broker}/2") as workers:  # fmt: skip
+    with celery_workers(2, tmp_path, tmp_path / "worker.yaml", INSTANCE_FILE, process_env(deployment),
+                        f"{broker}/2", deployment.provision) as workers:  # fmt: skip
         victim, survivor = workers
         killer = KillMidStep(deployment, victim)
         run = launch(deployment)
@@ -389,5 +447,6 @@ def test_a_worker_killed_mid_step_loses_and_duplicates_no_row(
     assert killer.written_before_kill > 0
     assert_tables_exact(deployment)
     assert_state_in_postgres(deployment)
-    assert_nothing_local(deployment, workers)
+    assert_nothing_local(deployment, workers, run_id)
     assert_secret_nowhere(deployment, instance, run_id)
+    assert_step_logs_on_s3(deployment, instance, run_id)

@@ -103,3 +103,48 @@ def test_an_unreadable_metadata_path_is_a_metadata_error(tmp_path: Path, name: s
     (tmp_path / "a-folder").mkdir()
     with pytest.raises(MetadataError, match=rf"{name}: \$: cannot read the metadata file"):
         build_definitions(tmp_path / name, state_base_path=tmp_path / "state")
+
+
+@pytest.mark.parametrize("metadata", ["example", "other"])
+def test_the_module_location_runs_every_job_with_the_executor_config_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, metadata: str
+) -> None:
+    from datacoolie_dagster.example import METADATA_PATH
+
+    (tmp_path / "executor.yaml").write_text("executor: {multiprocess: {max_concurrent: 3}}\n", encoding="utf-8")
+    monkeypatch.setenv("DATACOOLIE_EXECUTOR_CONFIG", str(tmp_path / "executor.yaml"))
+    monkeypatch.setenv("DATACOOLIE_HOME", str(tmp_path / "data"))
+    if metadata == "other":  # the example's metadata under another path: no example job
+        monkeypatch.setenv("DATACOOLIE_METADATA", str(tmp_path / "metadata.json"))
+        (tmp_path / "metadata.json").write_bytes(METADATA_PATH.read_bytes())
+    import datacoolie_dagster.definitions as definitions
+
+    try:
+        defs = importlib.reload(definitions).defs
+        jobs = ["datacoolie_landing2bronze", "datacoolie_all_stages", "datacoolie_maintenance", "__ASSET_JOB"]
+        jobs += ["land_example_batch"] if metadata == "example" else []
+        chosen = {job: defs.resolve_job_def(job).executor_def for job in jobs}
+    finally:
+        monkeypatch.delenv("DATACOOLIE_EXECUTOR_CONFIG")
+        monkeypatch.delenv("DATACOOLIE_METADATA", raising=False)
+        importlib.reload(definitions)
+    assert {job: e.name for job, e in chosen.items()} == dict.fromkeys(jobs, "multiprocess")
+    assert all(e is not dg.multi_or_in_process_executor for e in chosen.values())
+
+
+def test_the_module_location_sends_engine_logs_where_datacoolie_log_path_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DATACOOLIE_HOME", str(tmp_path / "data"))
+    import datacoolie_dagster.definitions as definitions
+
+    try:
+        default = importlib.reload(definitions).defs.resources["datacoolie"].log_base_path
+        monkeypatch.setenv("DATACOOLIE_LOG_PATH", "-")
+        stdout = importlib.reload(definitions).defs.resources["datacoolie"].log_base_path
+    finally:
+        monkeypatch.delenv("DATACOOLIE_LOG_PATH", raising=False)
+        monkeypatch.delenv("DATACOOLIE_HOME")
+        importlib.reload(definitions)
+    assert default == str(tmp_path / "data" / "logs")
+    assert stdout == "-"

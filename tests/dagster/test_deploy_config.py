@@ -13,7 +13,10 @@ schemas are checked with (dagster-celery's own CLI validates its worker file the
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,8 @@ DEPLOY = REPOSITORY / "deploy"
 K8S = DEPLOY / "k8s"
 PG_ENV = {"DATACOOLIE_PG_HOST": "db", "DATACOOLIE_PG_PORT": "5432", "DATACOOLIE_PG_USER": "u",
           "DATACOOLIE_PG_PASSWORD": "p", "DAGSTER_PG_PASSWORD": "p", "DATACOOLIE_PG_DB": "d",
-          "DATACOOLIE_SHARED_STORAGE": "/shared/dagster"}  # fmt: skip
+          "DATACOOLIE_LOG_BUCKET": "logs", "DATACOOLIE_LOG_PREFIX": "dagster/compute-logs", "AWS_REGION": "eu-west-1",
+          "DATACOOLIE_S3_ENDPOINT": "http://s3:9000"}  # fmt: skip
 
 
 def load(path: Path) -> Any:
@@ -132,7 +136,7 @@ def test_the_k8s_files_agree_on_the_names_they_share() -> None:
     config_maps = {g["name"] for g in kustomization["configMapGenerator"]} | {n for k, n in objects if k == "ConfigMap"}
 
     assert launcher["instance_config_map"] in config_maps
-    assert {"dagster-workspace", "datacoolie-executor"} <= config_maps
+    assert "dagster-workspace" in config_maps
     for settings in (launcher, executor):
         assert ("ServiceAccount", settings["service_account_name"]) in objects
         assert set(settings["env_config_maps"]) <= config_maps
@@ -153,6 +157,10 @@ def test_the_celery_worker_file_fits_celery_executor_schema(monkeypatch: pytest.
 
     assert config["broker"] == "redis://broker:6379/0"
     assert config["config_source"]["task_acks_late"] is True
+    # the step's own lines reach its captured log (Celery would swallow them into its logger)
+    assert config["config_source"]["worker_redirect_stdouts"] is False
+    # a step lost with its worker runs again within minutes, not hours
+    assert config["config_source"]["broker_transport_options"]["visibility_timeout"] <= 600
     # the code location reads the same file (DATACOOLIE_EXECUTOR_CONFIG) as its celery executor
     executor = build_executor(executor_setting_from_file(DEPLOY / "celery" / "worker.yaml"))
     assert executor is not None
@@ -226,3 +234,88 @@ def test_an_executor_whose_library_is_missing_names_the_install(monkeypatch: pyt
         match=r"'celery' needs the no_such_dagster_celery package.*pip install 'datacoolie-dagster\[celery\]'",
     ):
         build_executor({"celery": {"broker": "redis://x"}})
+
+
+def env_config_map() -> dict[str, str]:
+    (config_map,) = [o for o in manifests() if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "datacoolie-env"]
+    data: dict[str, str] = config_map["data"]
+    return data
+
+
+def image_files() -> dict[str, str]:
+    """deploy/k8s/Dockerfile's ``COPY <source> <destination>``: destination -> source (build args resolved)."""
+    lines = (K8S / "Dockerfile").read_text(encoding="utf-8").splitlines()
+    args = dict(line.split()[1].split("=", 1) for line in lines if line.startswith("ARG ") and "=" in line)
+    copies = [line.split()[1:] for line in lines if line.startswith("COPY ")]
+    resolved = {}
+    for source, destination in copies:
+        for name, value in args.items():
+            source = source.replace(f"${{{name}}}", value)
+        resolved[destination] = source
+    return resolved
+
+
+def test_every_k8s_pod_finds_the_code_locations_files_in_the_image() -> None:
+    files, env = image_files(), env_config_map()
+
+    # the metadata and the executor file are in the image, at the paths the environment names
+    assert files[env["DATACOOLIE_METADATA"]] == "datacoolie_dagster/example/metadata.json"
+    assert files[env["DATACOOLIE_EXECUTOR_CONFIG"]] == "deploy/k8s/executor.yaml"
+    assert all((REPOSITORY / source).is_file() for source in files.values())
+
+
+def test_no_k8s_pod_mounts_a_shared_volume() -> None:
+    """Only the ConfigMaps of the instance and the workspace are mounted; runs and steps declare no volume."""
+    launcher = launcher_config(load(K8S / "dagster.yaml"))
+    executor = load(K8S / "executor.yaml")["executor"]["k8s"]
+    for settings in (launcher, executor):
+        assert not settings.get("volumes")
+        assert not settings.get("volume_mounts")
+        pod = {**settings.get("run_k8s_config", {}), **settings.get("step_k8s_config", {})}
+        assert "volumes" not in pod.get("pod_spec_config", {})
+    for deployment in (o for o in manifests() if o["kind"] == "Deployment"):
+        volumes = deployment["spec"]["template"]["spec"]["volumes"]
+        assert {next(iter(set(v) - {"name"})) for v in volumes} == {"configMap"}, deployment["metadata"]["name"]
+        assert {v["configMap"]["name"] for v in volumes} <= {"dagster-instance", "dagster-workspace"}
+
+
+@pytest.mark.usefixtures("pg_env")
+@pytest.mark.parametrize("folder", ["k8s", "celery"])
+def test_step_logs_go_to_s3_read_with_the_lakes_credentials(folder: str) -> None:
+    config, _ = dagster_instance_config(str(DEPLOY / folder))
+
+    manager = config["compute_logs"]
+    assert (manager["module"], manager["class"]) == ("dagster_aws.s3.compute_log_manager", "S3ComputeLogManager")
+    assert manager["config"]["bucket"] == {"env": "DATACOOLIE_LOG_BUCKET"}
+    assert "local_artifact_storage" not in config  # each host's own $DAGSTER_HOME: nothing shared
+    if folder == "k8s":
+        names = {name for v in manager["config"].values() if isinstance(v, dict) for name in v.values()}
+        assert names <= set(env_config_map())
+        webserver = next(o for o in manifests() if o["metadata"]["name"] == "dagster-webserver")
+        (container,) = webserver["spec"]["template"]["spec"]["containers"]
+        assert {"secretRef": {"name": "datacoolie-s3"}} in container["envFrom"]  # it reads the logs
+
+
+def test_a_k8s_pod_loads_the_code_location_from_the_image_alone(tmp_path: Path) -> None:
+    """A fresh process in an empty working directory with the image's files and datacoolie-env
+    (paths under ``tmp_path`` for ``/``): every job of the location runs its steps as Kubernetes Jobs."""
+    env = env_config_map()
+    image = tmp_path / "image"
+    for destination, source in image_files().items():
+        (image / destination.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPOSITORY / source, image / destination.lstrip("/"))
+    pod = {name: str(image / value.lstrip("/")) if value.startswith("/opt/") else value for name, value in env.items()}
+    work = tmp_path / "pod"
+    work.mkdir()
+    script = (
+        "import datacoolie_dagster.definitions as d\n"
+        "jobs = ['datacoolie_landing2bronze', 'datacoolie_all_stages', 'datacoolie_maintenance', '__ASSET_JOB']\n"
+        "print(sorted({d.defs.resolve_job_def(j).executor_def.name for j in jobs}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=work, capture_output=True, text=True, timeout=120,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": str(REPOSITORY), "HOME": str(work), **pod},
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "['k8s']"

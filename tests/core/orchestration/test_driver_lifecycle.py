@@ -5,6 +5,7 @@ Real metadata files, real Delta tables under ``tmp_path``, real loggers read bac
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable
@@ -512,3 +513,31 @@ def test_a_resolved_secret_never_appears_in_any_log_line(
     driver_records = [r for r in caplog.records if r.name == "datacoolie.driver"]
     assert driver_records
     assert all(secret not in r.getMessage() + (r.exc_text or "") for r in driver_records)
+
+
+def test_log_path_dash_writes_both_logs_to_standard_output_masked(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # a "-" folder would appear here
+    lake = Lake(tmp_path)
+    lake.connections[2] |= {"configure": {"password": "orders-db"}, "secrets_ref": {"vault": ["password"]}}
+    lake.add("orders", source=function_source("leaky_orders")).write()
+    capfd.readouterr()
+
+    with DataCoolieDriver(
+        metadata_base_path=lake.metadata_path,
+        secret_provider=VaultSecrets({"orders-db": "from-the-vault-123"}),
+        log_base_path="-",
+    ) as driver:
+        (runtime,) = driver.run().runtimes
+    out = capfd.readouterr().out
+
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    kinds = {row.get("_type") for row in rows}
+    assert {"dataflow_run_log", "job_run_log"} <= kinds  # the execution log
+    assert any(row.get("session_id") and row.get("level") for row in rows)  # the system log
+    (dataflow_row,) = [row for row in rows if row.get("_type") == "dataflow_run_log"]
+    assert dataflow_row["dataflow_id"] == runtime.dataflow_id
+    assert dataflow_row["error_message"].endswith("login refused for password ***")
+    assert "from-the-vault-123" not in out
+    assert not (tmp_path / "-").exists()
