@@ -169,6 +169,11 @@ ensure_azurite() {
   if [[ -x "$VENV/azurite/node_modules/.bin/azurite-blob" ]]; then
     return
   fi
+  if ! command -v npm >/dev/null && [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null; then
+    echo "installing Node.js and npm (Debian packages) for Azurite..."
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
   if command -v npm >/dev/null; then
     echo "installing Azurite $version (npm) for the abfss:// tests..."
     npm install --prefix "$VENV/azurite" --no-audit --no-fund --silent "azurite@$version" >/dev/null
