@@ -106,11 +106,24 @@ def _chr(c: Compiler, node: exp.Chr) -> pl.Expr:
     return pl.when(code < 0).then(pl.lit("")).otherwise(char)
 
 
+# Java's Character.toTitleCase (one code point to one) where it differs from the full upper-case
+# mapping Polars applies: 'ß' stays 'ß' (not 'SS'), 'ǆ' becomes the title-case 'ǅ' (not 'Ǆ'), Georgian
+# Mkhedruli stays (not Mtavruli), 'ﬁ' stays. Derived from the Unicode data: for each code point, its
+# title-case mapping when that is one code point, else its upper-case mapping when that is, else itself;
+# listed where that differs from the full upper-case mapping.
+_TITLE_FROM = "ßŉǄǅǆǇǈǉǊǋǌǰǱǲǳΐΰևაბგდევზთიკლმნოპჟრსტუფქღყშჩცძწჭხჯჰჱჲჳჴჵჶჷჸჹჺჽჾჿẖẗẘẙẚὐὒὔὖᾀᾁᾂᾃᾄᾅᾆᾇᾈᾉᾊᾋᾌᾍᾎᾏᾐᾑᾒᾓᾔᾕᾖᾗᾘᾙᾚᾛᾜᾝᾞᾟᾠᾡᾢᾣᾤᾥᾦᾧᾨᾩᾪᾫᾬᾭᾮᾯᾲᾳᾴᾶᾷᾼῂῃῄῆῇῌῒΐῖῗῢΰῤῦῧῲῳῴῶῷῼﬀﬁﬂﬃﬄﬅﬆﬓﬔﬕﬖﬗ"
+_TITLE_TO = "ßŉǅǅǅǈǈǈǋǋǋǰǲǲǲΐΰևაბგდევზთიკლმნოპჟრსტუფქღყშჩცძწჭხჯჰჱჲჳჴჵჶჷჸჹჺჽჾჿẖẗẘẙẚὐὒὔὖᾈᾉᾊᾋᾌᾍᾎᾏᾈᾉᾊᾋᾌᾍᾎᾏᾘᾙᾚᾛᾜᾝᾞᾟᾘᾙᾚᾛᾜᾝᾞᾟᾨᾩᾪᾫᾬᾭᾮᾯᾨᾩᾪᾫᾬᾭᾮᾯᾲᾼᾴᾶᾷᾼῂῌῄῆῇῌῒΐῖῗῢΰῤῦῧῲῼῴῶῷῼﬀﬁﬂﬃﬄﬅﬆﬓﬔﬕﬖﬗ"
+
+
 def _initcap(c: Compiler, node: exp.Initcap) -> pl.Expr:
-    # Spark lower-cases, then upper-cases the first letter after each space (only ' ' separates words)
+    # Spark lower-cases, then title-cases the first letter after each space (only ' ' separates words)
     words = _arg(c, node).str.to_lowercase().str.split(" ")
-    capital = pl.element().str.slice(0, 1).str.to_uppercase() + pl.element().str.slice(1)
-    return words.list.eval(capital).list.join(" ")
+    first = pl.element().str.slice(0, 1)
+    special = list(_TITLE_FROM)
+    title = (
+        pl.when(first.is_in(special)).then(first.replace(special, list(_TITLE_TO))).otherwise(first.str.to_uppercase())
+    )
+    return words.list.eval(title + pl.element().str.slice(1)).list.join(" ")
 
 
 def _repeat(c: Compiler, node: exp.Repeat) -> pl.Expr:

@@ -174,3 +174,36 @@ def test_type_follows_the_argument_only_with_a_schema() -> None:
     compile_expression("round(x, -1)")
     frame = pl.DataFrame({"x": [15, 25]}, schema={"x": pl.Int64})
     assert frame.select(compile_expression("round(x, -1)", schema=frame.schema))["x"].to_list() == [20, 30]
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        # java.time refuses 24:00 and a leap second; chrono reads them and Polars rolls over a day
+        ("to_timestamp('2024-02-29 24:00:00')", None),
+        ("CAST('2024-02-29 23:59:60' AS TIMESTAMP)", None),
+        ("to_timestamp('2024-02-29 23:59:60', 'yyyy-MM-dd HH:mm:ss')", None),
+        ("hour('2024-02-29 24:00:00')", None),
+        ("unix_timestamp('2024-02-29 23:59:60')", None),
+        ("date_format('2024-02-29 24:00:00', 'yyyy')", None),
+        ("CAST('2024-02-29 23:59:59' AS TIMESTAMP)", datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)),
+        # the double's shortest text, rounded HALF_UP
+        ("CAST(1.005D AS DECIMAL(10,2))", Decimal("1.01")),
+        ("CAST(9.995D AS DECIMAL(10,2))", Decimal("10.00")),
+        ("CAST(-2.675D AS DECIMAL(10,2))", Decimal("-2.68")),
+        ("CAST(0.25D AS DECIMAL(38,2))", Decimal("0.25")),
+        ("CAST(CAST(1.005 AS FLOAT) AS DECIMAL(10,2))", Decimal("1.00")),
+        ("CAST('1.0049999999999999999999' AS DECIMAL(10,2))", Decimal("1.00")),
+        ("CAST('99999999.9995' AS DECIMAL(10,3))", None),
+        # Java's '/' truncates toward zero
+        ("unix_timestamp(TIMESTAMP'1969-12-31 23:59:59.5')", 0),
+        ("from_unixtime(unix_timestamp(TIMESTAMP'1969-12-31 23:59:59.5'))", "1970-01-01 00:00:00"),
+        ("unix_seconds(TIMESTAMP'1969-12-31 23:59:59.5')", -1),
+        # Character.toTitleCase: one code point to one
+        ("initcap('ß straße')", "ß Straße"),
+        ("initcap('ǆemal')", "ǅemal"),
+        ("initcap('İstanbul')", "I\u0307stanbul"),
+    ],
+)
+def test_invalid_times_decimal_ties_pre_epoch_fractions_and_title_case_as_spark(sql: str, value: Any) -> None:
+    assert evaluate(sql)[0] == value
