@@ -258,7 +258,48 @@ CONVERSION = [
     *expand("hex({x})", x=("s", "t", "''")),
 ]  # fmt: skip
 
+HASHABLE = (
+    "s",
+    "t",
+    "n",
+    "i",
+    "j",
+    "l",
+    "d",
+    "e",
+    "m",
+    "b",
+    "dt",
+    "ts",
+    "tn",
+    "NULL",
+    "''",
+    "'abc'",
+    "-0.0D",
+    "0.0D",
+    "CAST('NaN' AS DOUBLE)",
+    "CAST(1.5 AS FLOAT)",
+    "CAST(-0.0 AS FLOAT)",
+    "CAST(3 AS TINYINT)",
+    "CAST(-2 AS SMALLINT)",
+    "1.25",
+    "CAST(1.25 AS DECIMAL(18,2))",
+    "'ünï😀'",
+    "'abcdefg'",
+)
+DIGESTS = [
+    *expand("md5({x})", "sha1({x})", "sha({x})", "crc32({x})", "sha2({x}, 0)", "sha2({x}, 224)", "sha2({x}, 256)",
+            "sha2({x}, 384)", "sha2({x}, 512)", "sha2({x}, 100)", x=(*TEXT, "'ünï😀'", "concat_ws('||', s, i, dt)")),
+    *expand("md5({x})", "crc32({x})", "sha2({x}, 256)", x=("i", "d", "b", "dt")),  # Spark refuses: not BINARY
+    *expand("hash({x})", "xxhash64({x})", x=HASHABLE),
+    *expand("hash({x}, {y})", "xxhash64({x}, {y})", x=("s", "i", "l", "NULL"), y=("t", "d", "dt", "m", "NULL")),
+    "hash(s, i, l, d, m, b, dt, ts)", "xxhash64(s, i, l, d, m, b, dt, ts)", "hash(NULL)", "xxhash64(NULL, NULL)",
+    *expand("hash({x})", "xxhash64({x})", x=("CAST(1.5 AS DECIMAL(20,2))", "CAST(-1.5 AS DECIMAL(38,10))", "CAST(m AS DECIMAL(30,0))",
+                                             "CAST(-128 AS DECIMAL(19,0))", "split_part(s, '-', 1)")),
+]  # fmt: skip
+
 CASES: dict[str, list[str]] = {
+    "digests": DIGESTS,
     "conversion": CONVERSION,
     "regex": REGEX,
     "datetime": DATETIME,

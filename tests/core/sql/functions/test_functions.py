@@ -136,7 +136,8 @@ def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
 @pytest.mark.parametrize(
     ("sql", "match"),
     [
-        ("md5(x)", r"'MD5' is not supported .*docs/sql-functions\.md"),
+        ("sentences(x)", r"'SENTENCES' is not supported .*docs/sql-functions\.md"),
+        ("md5(x)", r"MD5 takes a STRING \(Spark reads it as BINARY\), got Int64"),
         ("initcapp(x)", r"did you mean INITCAP"),
         ("regexp_replace('a', '(?<=a)b', 'c')", r"regex '\(\?<=a\)b' is not supported"),
         ("regexp_replace('a', 'x*', 'c')", r"can match the empty string"),
@@ -150,7 +151,8 @@ def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
         ("format_string('%.2f', 1.5D)", r"only %s, %S, %d, %% and %n are supported"),
     ],
     ids=[
-        "md5",
+        "sentences",
+        "md5-of-a-number",
         "did-you-mean",
         "lookbehind",
         "empty-match",
@@ -206,4 +208,25 @@ def test_type_follows_the_argument_only_with_a_schema() -> None:
     ],
 )
 def test_invalid_times_decimal_ties_pre_epoch_fractions_and_title_case_as_spark(sql: str, value: Any) -> None:
+    assert evaluate(sql)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("md5('abc')", "900150983cd24fb0d6963f7d28e17f72"),
+        ("sha1('abc')", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+        ("sha2('abc', 224)", "23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7"),
+        ("sha2('abc', 100)", None),
+        ("crc32('abc')", 891568578),
+        ("hash('abc')", 1322437556),
+        ("hash(1L)", -1712319331),
+        ("hash(-0.0D)", -1670924195),
+        ("hash('abc', 1, NULL)", 945627151),
+        ("hash(NULL)", 42),
+        ("xxhash64('abc')", 1423657621850124518),
+        ("xxhash64(1L, 'x')", 6158280145716684778),
+    ],
+)
+def test_digests_and_spark_hashes_as_spark(sql: str, value: Any) -> None:
     assert evaluate(sql)[0] == value

@@ -79,6 +79,8 @@ SIGNATURES: dict[str, str] = {
     "TO_UTC_TIMESTAMP": "ts,''America/New_York''", "CONVERT_TIMEZONE": "''UTC'',''Asia/Tokyo'',ts",
     "TIMESTAMPADD": "TIMESTAMPADD", "TIMESTAMPDIFF": "TIMESTAMPDIFF", "CURRENT_DATE": "", "CURDATE": "",
     "CURRENT_TIMESTAMP": "", "NOW": "", "LOCALTIMESTAMP": "", "CURRENT_TIMEZONE": "",
+    "MD5": "str|num", "SHA": "str", "SHA1": "str", "SHA2": "str,'0'/'224'/'256'/'384'/'512'/'1'", "CRC32": "str",
+    "HASH": "any|any,any|num,str,ts", "XXHASH64": "any|any,any|num,str,ts",
 }
 # fmt: on
 SPECIAL: dict[str, tuple[str, ...]] = {
