@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import conditional, conversion, datetime, digests, math, regex, strings
+from datacoolie_core.sql.functions import arrays, conditional, conversion, datetime, digests, math, regex, strings
 from datacoolie_core.sql.functions.registry import Handler
 
 FAMILIES = {
@@ -15,6 +15,7 @@ FAMILIES = {
     "Null handling": conditional,
     "Conversion": conversion,
     "Hashing": digests,
+    "Arrays": arrays,
 }
 """The family modules by the title docs/sql-functions.md gives them."""
 

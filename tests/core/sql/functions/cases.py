@@ -298,7 +298,35 @@ DIGESTS = [
                                              "CAST(-128 AS DECIMAL(19,0))", "split_part(s, '-', 1)")),
 ]  # fmt: skip
 
+SPLITS = (
+    "split({x}, ',')",
+    "split({x}, '-')",
+    "split({x}, '')",
+    "split({x}, '\\\\|')",
+    "split({x}, '\\\\.')",
+    "split({x}, 'b', -1)",
+    "split({x}, '%', 0)",
+    "split({x}, '_')",
+)
+ARRAYS = [
+    *expand(*SPLITS, x=(*TEXT, "'a,b,,c,'", "',a'", "'1.2.3'", "'a|b|'", "i")),
+    *expand("{a}[{i}]", "element_at({a}, {i})", "try_element_at({a}, {i})", "size({a})", "cardinality({a})",
+            "array_size({a})", "SIZE({a}) + ARRAY_SIZE({a})",
+            a=(*(p.format(x="s") for p in SPLITS[:2]), "split(t, '%')", "split(n, '-')", "array(i, j, NULL)",
+               "array('a', s, NULL)", "split(CAST(NULL AS STRING), ',')"),
+            # not j: a 0 from a column stops Spark's query (INVALID_INDEX_OF_ZERO), a documented difference
+            i=("0", "1", "-1", "2", "-2", "10", "IF(j = 0, 1, j)", "CAST(NULL AS INT)")),
+    *expand("array_contains({a}, {v})", a=("split(s, '-')", "split(n, '.')", "array(i, j, NULL)", "array(1, 2)",
+                                           "split(CAST(NULL AS STRING), ',')", "array('a', 'b')"),
+            v=("'1'", "'tst'", "s", "1", "i", "2.5D", "CAST(NULL AS INT)")),
+    *expand("array({x})", "array({x}, {x})", "array({x}, NULL)", x=("i", "l", "d", "m", "s", "b", "dt", "ts", "1.5")),
+    "array(i, d)", "array(i, m)", "array(s, i)", "size(array(1, 2, 3))", "array(1, 2)[0]",
+    "element_at(array(1, 2), 0)", "split(s, '[,]')", "split(s, 'a+')", "split(s, '\\\\d')", "split(s, ',', 2)",
+    "element_at(split(s, '-'), -1) || '!'", "upper(split(t, '%')[0])", "array_size(array(1))",
+]  # fmt: skip
+
 CASES: dict[str, list[str]] = {
+    "arrays": ARRAYS,
     "digests": DIGESTS,
     "conversion": CONVERSION,
     "regex": REGEX,

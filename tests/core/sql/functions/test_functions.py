@@ -230,3 +230,33 @@ def test_invalid_times_decimal_ties_pre_epoch_fractions_and_title_case_as_spark(
 )
 def test_digests_and_spark_hashes_as_spark(sql: str, value: Any) -> None:
     assert evaluate(sql)[0] == value
+
+
+def test_split_index_size_and_contains_as_spark() -> None:
+    frame = pl.DataFrame({"code": ["a,b,,c", "", None], "k": [-1, 0, 2]})
+
+    def column(sql: str) -> list[Any]:
+        return frame.select(compile_expression(sql, schema=frame.schema).alias("r"))["r"].to_list()
+
+    assert column("split(code, ',')") == [["a", "b", "", "c"], [""], None]
+    assert column("split(code, ',')[1]") == ["b", None, None]
+    assert column("element_at(split(code, ','), -1)") == ["c", "", None]
+    assert column("element_at(split(code, ','), k)") == ["c", None, None]  # 0 from a column: NULL
+    assert column("size(split(code, ','))") == [4, 1, -1]
+    assert column("array_size(split(code, ','))") == [4, 1, None]
+    assert column("array_contains(split(code, ','), 'b')") == [True, False, None]
+    assert column("array_contains(array(1, NULL), k)") == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("split(s, '[,;]')", "only a fixed delimiter is supported"),
+        ("split(s, ',', 2)", "positive limit"),
+        ("element_at(split(s, ','), 0)", "index 0 is invalid"),
+        ("size(s)", "SIZE takes an ARRAY"),
+    ],
+)
+def test_array_forms_refused_at_load(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema={"s": pl.String()})

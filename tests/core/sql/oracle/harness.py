@@ -65,6 +65,8 @@ def polars_dtype(spark_type: Any) -> pl.DataType:
     name = spark_type if isinstance(spark_type, str) else spark_type.simpleString()
     if name in _SIMPLE:
         return _SIMPLE[name]
+    if name.startswith("array<") and name.endswith(">"):
+        return pl.List(polars_dtype(name[len("array<") : -1]))
     if name.startswith("decimal("):
         precision, scale = name[len("decimal(") : -1].split(",")
         return pl.Decimal(int(precision), int(scale))
@@ -258,6 +260,8 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
 def _same(mine: Any, theirs: Any) -> bool:
     if mine is None or theirs is None:
         return mine is None and theirs is None
+    if isinstance(theirs, list) and isinstance(mine, list):  # an ARRAY: element by element
+        return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs, strict=True))
     if isinstance(theirs, float) and isinstance(mine, float):
         if math.isnan(theirs) or math.isnan(mine):
             return math.isnan(theirs) and math.isnan(mine)
@@ -269,12 +273,16 @@ def _same(mine: Any, theirs: Any) -> bool:
 
 def _from_spark(value: Any, dtype: pl.DataType) -> Any:
     # PySpark hands TIMESTAMP back as a naive local time; the oracle process runs in UTC
+    if isinstance(value, list):
+        return [_from_spark(item, dtype) for item in value]
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
 def _from_polars(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_polars(item) for item in value]
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     return value

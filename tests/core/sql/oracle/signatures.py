@@ -81,9 +81,21 @@ SIGNATURES: dict[str, str] = {
     "CURRENT_TIMESTAMP": "", "NOW": "", "LOCALTIMESTAMP": "", "CURRENT_TIMEZONE": "",
     "MD5": "str|num", "SHA": "str", "SHA1": "str", "SHA2": "str,'0'/'224'/'256'/'384'/'512'/'1'", "CRC32": "str",
     "HASH": "any|any,any|num,str,ts", "XXHASH64": "any|any,any|num,str,ts",
+    "SPLIT": "str,''-''/''%''//_", "ARRAY": "any|num,num|str,str", "SIZE": "ARRAYS",
+    "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
 }
 # fmt: on
+_LISTS = ("SPLIT(s, '-')", "SPLIT(t, '%')", "ARRAY(i, j, NULL)", "SPLIT(CAST(NULL AS STRING), ',')")
+_ARRAYS = {
+    "SIZE": tuple(f"SIZE({a})" for a in _LISTS),
+    "CARDINALITY": tuple(f"CARDINALITY({a})" for a in _LISTS),
+    "ARRAY_SIZE": tuple(f"ARRAY_SIZE({a})" for a in _LISTS),
+    "ELEMENT_AT": tuple(f"ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("1", "-1", "3", "-9", "NULL")),
+    "TRY_ELEMENT_AT": tuple(f"TRY_ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("2", "-2", "9")),
+    "ARRAY_CONTAINS": tuple(f"ARRAY_CONTAINS({a}, {v})" for a in _LISTS[:3] for v in ("'1'", "s", "i", "1")),
+}
 SPECIAL: dict[str, tuple[str, ...]] = {
+    **_ARRAYS,
     "EXTRACT": tuple(
         f"EXTRACT({unit} FROM {v})" for unit in ("YEAR", "MONTH", "DAY", "HOUR", "DOW") for v in ("dt", "ts", "tn")
     ),

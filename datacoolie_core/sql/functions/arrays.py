@@ -1,0 +1,167 @@
+"""Spark SQL arrays as Polars lists: SPLIT, ARRAY, indexing (``arr[i]``, ELEMENT_AT), SIZE, ARRAY_CONTAINS.
+
+Enough for the metadata idiom ``SPLIT(code, '-')[1]`` / ``ELEMENT_AT(SPLIT(path, '/'), -1)``: an
+ARRAY<T> is a Polars ``List(T)``. SPLIT's pattern is a Java regular expression; only patterns that
+match a fixed text (plain characters, or metacharacters escaped with a backslash) are compiled, as a
+literal split, so the result is Java's ``String.split(text, -1)``.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import TYPE_CHECKING
+
+import polars as pl
+from sqlglot import exp
+
+from datacoolie_core.sql.coercion import CoercionError, common_type
+from datacoolie_core.sql.functions.registry import Handler, arity, dtype, literal, text
+from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError
+
+if TYPE_CHECKING:
+    from datacoolie_core.sql.to_polars import Compiler
+
+_META = set(".$|()[]{}^?*+\\")
+_ESCAPED = re.compile(r"\\(.)|(.)", re.DOTALL)
+
+
+def _fixed_text(c: Compiler, pattern: str) -> str:
+    """The text a Java regex matches when it matches one fixed text (else SqlExpressionError)."""
+    out = []
+    for escaped, plain in _ESCAPED.findall(pattern):
+        if (plain and plain in _META) or (escaped and escaped.isalnum()):
+            raise SqlExpressionError(
+                f"SPLIT pattern {pattern!r} is a regular expression; only a fixed delimiter is supported "
+                f"(escape metacharacters: '\\\\|', '\\\\.') (in {c.text!r})"
+            )
+        out.append(escaped or plain)
+    return "".join(out)
+
+
+def _split(c: Compiler, node: exp.RegexpSplit) -> pl.Expr:
+    c.allow_args(node, "this", "expression", "limit")
+    limit = literal(c, node.args.get("limit"), "the SPLIT limit") if node.args.get("limit") else -1
+    if not isinstance(limit, int) or limit > 0:
+        raise SqlExpressionError(f"SPLIT with a positive limit is not supported (in {c.text!r})")
+    delimiter = _fixed_text(c, c.literal_str(node.args.get("expression")))
+    value = text(c, node.this)
+    if delimiter == "":  # Spark splits into characters ('' stays one empty element)
+        chars = value.str.split("")
+        return pl.when(value == "").then(pl.concat_list([pl.lit("")])).otherwise(chars)
+    return value.str.split(delimiter)
+
+
+def _list_dtype(c: Compiler, node: exp.Expression, what: str) -> pl.List | None:
+    found = dtype(c, node)
+    if found is None or isinstance(found, pl.List):
+        return found
+    raise SqlExpressionError(
+        f"{what} takes an ARRAY, got {found} in '{node.sql(dialect=READ_DIALECT)}' (in {c.text!r})"
+    )
+
+
+def _index(c: Compiler, node: exp.Expression) -> pl.Expr:
+    index = node.expressions[0] if node.expressions else None
+    if index is None or len(node.expressions) != 1:
+        raise SqlExpressionError(f"an array index takes one position (in {c.text!r})")
+    found = dtype(c, index)
+    if found is not None and not found.is_integer() and found != pl.Null():
+        raise SqlExpressionError(f"an array index must be an integer, got {found} (in {c.text!r})")
+    return c.compile(index).cast(pl.Int64)
+
+
+def _bracket(c: Compiler, node: exp.Bracket) -> pl.Expr:
+    c.allow_args(node, "this", "expressions", "offset", "safe")
+    _list_dtype(c, node.this, "indexing")
+    values, index = c.compile(node.this), _index(c, node)
+    if not any(isinstance(n, exp.Column) for n in node.this.walk()):
+        # Polars gives one row for a constant list indexed by a column: spread the list over the rows
+        values = pl.when(index.is_null() | index.is_not_null()).then(values)
+    if not node.args.get("offset"):  # arr[i]: from 0, a negative or too large index is NULL
+        return pl.when(index >= 0).then(values.list.get(index, null_on_oob=True))
+    if isinstance(node.expressions[0], exp.Literal) and str(node.expressions[0].this) == "0":
+        raise SqlExpressionError(f"ELEMENT_AT index 0 is invalid: the first element is 1, the last -1 (in {c.text!r})")
+    # ELEMENT_AT: from 1, negative from the end (Polars' own negative index), beyond either end NULL
+    # an index 0 from a column: Spark stops the query (INVALID_INDEX_OF_ZERO); here the row is NULL
+    position = pl.when(index > 0).then(index - 1).when(index < 0).then(index)
+    return values.list.get(position, null_on_oob=True)
+
+
+def _spelled_array_size(node: exp.Expression) -> bool:
+    """Whether the parsed name was ARRAY_SIZE: sqlglot parses it and SIZE to one node, but keeps where
+    the name starts and ends in the text (their NULL results differ)."""
+    start, end = node.meta.get("start"), node.meta.get("end")
+    return isinstance(start, int) and isinstance(end, int) and end - start + 1 == len("ARRAY_SIZE")
+
+
+def _size(c: Compiler, node: exp.Expression) -> pl.Expr:
+    """SIZE/CARDINALITY: -1 for a NULL array (Spark 3.5, ANSI off); ARRAY_SIZE: NULL."""
+    if isinstance(node, exp.ArraySize):
+        c.allow_args(node, "this")
+        values = node.this
+    else:
+        values = arity(c, node, 1)[0]
+    _list_dtype(c, values, "SIZE")
+    size = c.compile(values).list.len().cast(pl.Int32)
+    return size if _spelled_array_size(node) else size.fill_null(-1)
+
+
+def _element_type(c: Compiler, values: exp.Expression, value: exp.Expression) -> pl.DataType | None:
+    found = _list_dtype(c, values, "ARRAY_CONTAINS")
+    element = typing.cast(pl.DataType, found.inner) if isinstance(found, pl.List) else None
+    other = dtype(c, value)
+    if other == pl.Null():
+        raise SqlExpressionError(f"ARRAY_CONTAINS cannot look for a NULL (in {c.text!r})")
+    if element is None or other is None or element == other:
+        return element
+    try:
+        common = common_type([element, other])
+    except CoercionError as e:
+        raise SqlExpressionError(f"ARRAY_CONTAINS: {e} (in {c.text!r})") from None
+    if common is None or other == pl.String() or element == pl.String():
+        raise SqlExpressionError(
+            f"ARRAY_CONTAINS needs a value of the array's element type {element}, got {other} (in {c.text!r})"
+        )
+    return element
+
+
+def _contains(c: Compiler, node: exp.ArrayContains) -> pl.Expr:
+    c.allow_args(node, "this", "expression")
+    values, value = node.this, node.args["expression"]
+    element = _element_type(c, values, value)
+    items = c.compile(values)
+    other = dtype(c, value)
+    if element is not None and other is not None and other != element:  # numbers meet in the wider type
+        element = common_type([element, other])
+        if element is not None:
+            items = items.cast(pl.List(element))
+    needle = c.compile(value) if element is None else c.cast(value, element)
+    found = items.list.contains(needle, nulls_equal=False)
+    # Spark: true when found; else NULL when the array holds a NULL; else false
+    has_null = items.list.eval(pl.element().is_null().any()).list.first()
+    unknown = items.is_null() | needle.is_null()
+    return pl.when(unknown).then(None).when(found).then(True).when(has_null).then(None).otherwise(False)
+
+
+def _array(c: Compiler, node: exp.Array) -> pl.Expr:
+    elements = list(node.expressions)
+    if not elements:
+        raise SqlExpressionError(f"an empty ARRAY() has no element type; give at least one element (in {c.text!r})")
+    try:
+        common = common_type([dtype(c, e) for e in elements])
+    except CoercionError as e:
+        raise SqlExpressionError(f"ARRAY elements: {e} (in {c.text!r})") from None
+    compiled = [c.compile(e) if common is None else c.cast(e, common) for e in elements]
+    return pl.concat_list(compiled)
+
+
+NODES: dict[type[exp.Expression], Handler] = {
+    exp.RegexpSplit: _split,
+    exp.Bracket: _bracket,
+    exp.ArraySize: _size,
+    exp.ArrayContains: _contains,
+    exp.Array: _array,
+}
+NAMES: dict[str, Handler] = {"CARDINALITY": _size}
+SUPPORTED = ("ARRAY", "ARRAY_CONTAINS", "ARRAY_SIZE", "CARDINALITY", "ELEMENT_AT", "SIZE", "SPLIT", "TRY_ELEMENT_AT")
