@@ -66,6 +66,8 @@ def _index(c: Compiler, node: exp.Expression) -> pl.Expr:
     if index is None or len(node.expressions) != 1:
         raise SqlExpressionError(f"an array index takes one position (in {c.text!r})")
     found = dtype(c, index)
+    if found == pl.Null() and node.args.get("offset"):
+        raise SqlExpressionError(f"ELEMENT_AT needs an INT index, not an untyped NULL (in {c.text!r})")
     if found is not None and not found.is_integer() and found != pl.Null():
         raise SqlExpressionError(f"an array index must be an integer, got {found} (in {c.text!r})")
     return c.compile(index).cast(pl.Int64)

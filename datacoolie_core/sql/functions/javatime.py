@@ -44,6 +44,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "EEE": ("%a", r"[A-Za-z]{3}"),
     "EEEE": ("%A", r"[A-Za-z]+"),
     "DDD": ("%j", r"\d{3}"),
+    "D": ("%-j", r"\d{1,3}"),
 }
 # zone fields print constants: the session time zone is UTC (Java prints 'Z' for a zero offset)
 _ZONES = {"X": "Z", "XX": "Z", "XXX": "Z", "x": "+00", "xx": "+0000", "xxx": "+00:00", "Z": "+0000", "ZZ": "+0000",

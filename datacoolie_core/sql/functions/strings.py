@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import formatting, phonetic, substrings, urls
+from datacoolie_core.sql.functions import formatting, phonetic, rowwise, substrings, urls
 from datacoolie_core.sql.functions.registry import Handler, arity, literal, number, text
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -260,6 +260,7 @@ NODES: dict[type[exp.Expression], Handler] = {
     **substrings.NODES,
     **phonetic.NODES,
     **formatting.NODES,
+    **rowwise.NODES,
 }
 NAMES: dict[str, Handler] = {
     "BTRIM": _btrim,
@@ -269,10 +270,11 @@ NAMES: dict[str, Handler] = {
     **phonetic.NAMES,
     **urls.NAMES,
     **formatting.NAMES,
+    **rowwise.NAMES,
 }
 SUPPORTED = ("BASE64", "BIT_LENGTH", "BTRIM", "CHAR", "CHAR_LENGTH", "CHARACTER_LENGTH", "CHR", "CONCAT",
              "CONCAT_WS", "CONTAINS", "ELT", "ENDSWITH", "INITCAP", "LCASE", "LEFT", "LEN", "LENGTH", "LOWER",
              "LPAD", "LTRIM", "MASK", "OCTET_LENGTH", "REPEAT", "REPLACE", "REVERSE", "RIGHT", "RPAD", "RTRIM", "SPACE",
              "STARTSWITH", "TRANSLATE", "TRIM", "UCASE", "UPPER", *substrings.SUPPORTED,
              *phonetic.SUPPORTED, *urls.SUPPORTED,
-             *formatting.SUPPORTED)  # fmt: skip
+             *formatting.SUPPORTED, *rowwise.SUPPORTED)  # fmt: skip

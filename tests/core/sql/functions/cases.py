@@ -325,7 +325,20 @@ ARRAYS = [
     "element_at(split(s, '-'), -1) || '!'", "upper(split(t, '%')[0])", "array_size(array(1))",
 ]  # fmt: skip
 
+ROWWISE = [
+    *expand("levenshtein({x}, {y})", "levenshtein({x}, {y}, 2)", x=(*TEXT, "'kitten'", "'ünï😀'"),
+            y=("t", "'sitting'", "''", "NULL", "'abc'")),
+    "levenshtein(s, t, j)", "levenshtein(i, l)", "levenshtein(s, b)",
+    *expand("format_number({x}, {k})", x=(*NUMBER, "e", "1234567.891D", "1.005D", "0.125D", "-0.5D", "-0.0D", "2.675D", "0.375D", "1e300", "5e-324D", "1.0000000000000002D",
+                                          "2.5", "12345678901234567890", "CAST(1.5 AS FLOAT)", "n", "'1e3'",
+                                          "CAST(-0.004 AS DECIMAL(5,3))", "1e20", "3L"),
+            k=("0", "1", "2", "5", "-1", "NULL")),
+    "format_number(dt, 2)", "format_number(1.5, '#,##0.0')", "format_number(d, j)",
+    *expand("date_format({x}, 'D')", "date_format({x}, 'yyyy-D')", x=("dt", "ts", "tn", "n", "NULL")),
+]  # fmt: skip
+
 CASES: dict[str, list[str]] = {
+    "rowwise": ROWWISE,
     "arrays": ARRAYS,
     "digests": DIGESTS,
     "conversion": CONVERSION,

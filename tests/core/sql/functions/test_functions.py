@@ -260,3 +260,21 @@ def test_split_index_size_and_contains_as_spark() -> None:
 def test_array_forms_refused_at_load(sql: str, match: str) -> None:
     with pytest.raises(SqlExpressionError, match=match):
         compile_expression(sql, schema={"s": pl.String()})
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("levenshtein('kitten', 'sitting')", 3),
+        ("levenshtein('kitten', 'sitting', 2)", -1),
+        ("format_number(1234567.891D, 2)", "1,234,567.89"),
+        ("format_number(1.005D, 2)", "1.00"),
+        ("format_number(0.125D, 2)", "0.12"),
+        ("format_number(-0.5D, 0)", "-0"),
+        ("format_number(12345, 0)", "12,345"),
+        ("format_number(1.5D, -1)", None),
+        ("date_format(TIMESTAMP'2024-02-09 01:02:03', 'D DDD')", "40 040"),
+    ],
+)
+def test_levenshtein_format_number_and_day_of_year_as_spark(sql: str, value: Any) -> None:
+    assert evaluate(sql)[0] == value

@@ -71,11 +71,12 @@ DIFFERENCES["runtime-errors"] = (
 )
 
 REFUSALS = ("must be a literal", "integer literal", "only a fixed delimiter is supported",
-            "SPLIT with a positive limit is not supported", "ELEMENT_AT index 0 is invalid")  # fmt: skip
+            "SPLIT with a positive limit is not supported", "ELEMENT_AT index 0 is invalid",
+            "with a DecimalFormat pattern")  # fmt: skip
 """Errors that refuse a form Spark accepts on purpose (docs/sql-functions.md): an argument that must
 be a literal (a pattern, a length, a format) so the expression stays one native Polars expression;
 a SPLIT by a regular expression or with a positive limit; an ELEMENT_AT index 0, which makes Spark stop
-the query on every non-NULL array."""
+the query on every non-NULL array; a FORMAT_NUMBER pattern."""
 
 
 def refused(error: str) -> bool:

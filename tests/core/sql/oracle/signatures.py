@@ -82,7 +82,8 @@ SIGNATURES: dict[str, str] = {
     "MD5": "str|num", "SHA": "str", "SHA1": "str", "SHA2": "str,'0'/'224'/'256'/'384'/'512'/'1'", "CRC32": "str",
     "HASH": "any|any,any|num,str,ts", "XXHASH64": "any|any,any|num,str,ts",
     "SPLIT": "str,''-''/''%''//_", "ARRAY": "any|num,num|str,str", "SIZE": "ARRAYS",
-    "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
+    "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS",
+    "LEVENSHTEIN": "str,str|str,str,int", "FORMAT_NUMBER": "num,'0'/'2'/'-1'", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
 }
 # fmt: on
 _LISTS = ("SPLIT(s, '-')", "SPLIT(t, '%')", "ARRAY(i, j, NULL)", "SPLIT(CAST(NULL AS STRING), ',')")
