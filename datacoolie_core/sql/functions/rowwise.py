@@ -20,14 +20,16 @@ if TYPE_CHECKING:
     from datacoolie_core.sql.to_polars import Compiler
 
 
-def _rows(columns: list[pl.Expr], function: Callable[..., Any], out: pl.DataType) -> pl.Expr:
-    """``function`` over each row's values (NULL when any is NULL), as a Polars expression."""
+def _rows(columns: list[pl.Expr], function: Callable[..., Any], out: pl.DataType, *, required: int = 0) -> pl.Expr:
+    """``function`` over each row's values as a Polars expression: NULL when one of the first
+    ``required`` values (default: any) is NULL."""
 
     def batch(rows: pl.Series) -> pl.Series:
         values = []
         for row in rows.to_list():
             items = list(row.values())
-            values.append(None if any(v is None for v in items) else function(*items))
+            needed = items[:required] if required else items
+            values.append(None if any(v is None for v in needed) else function(*items))
         return pl.Series(rows.name, values, dtype=out)
 
     named = [column.alias(f"a{k}") for k, column in enumerate(columns)]
@@ -55,11 +57,11 @@ def _levenshtein(c: Compiler, node: exp.Levenshtein) -> pl.Expr:
         return _rows([left, right], levenshtein_distance, pl.Int32())
     threshold = number(c, node.args["ins_cost"], "INT")
 
-    def bounded(a: str, b: str, limit: int) -> int:
+    def bounded(a: str, b: str, limit: int | None) -> int:
         distance = levenshtein_distance(a, b)
-        return -1 if distance > limit else distance
+        return -1 if limit is not None and distance > limit else distance  # a NULL threshold: none
 
-    return _rows([left, right, threshold], bounded, pl.Int32())
+    return _rows([left, right, threshold], bounded, pl.Int32(), required=2)
 
 
 _MAX_DIGITS = 100

@@ -1,0 +1,133 @@
+"""Spark's ANSI mode (``spark.sql.ansi.enabled``) for casts and arithmetic: a bad row stops the load.
+
+With ANSI off (Spark 3.5's default, and ours) a bad value becomes NULL or wraps. Spark 4 turns ANSI on:
+the same row raises. With the setting on, the compiled expression checks each batch after computing it
+(vectorised, no per-row Python) and raises :class:`SparkAnsiError` naming Spark's error class and the
+first offending value, so the dataflow fails before anything is written.
+
+Covered: ``CAST`` (explicit and Spark's implicit casts) of malformed text (``CAST_INVALID_INPUT``), of
+a number too wide for an integer type (``CAST_OVERFLOW``) or a decimal precision
+(``NUMERIC_VALUE_OUT_OF_RANGE``); integer ``+ - *`` overflow (``ARITHMETIC_OVERFLOW``); a zero divisor
+of ``/ % DIV MOD PMOD`` (``DIVIDE_BY_ZERO``). ``TRY_CAST`` and the ``try_*`` functions keep NULL.
+Functions (date parsing, ``ELEMENT_AT`` bounds, ...) keep their ANSI-off results.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from datacoolie_core.errors import TerminalError
+from datacoolie_core.sql.coercion import is_integral, is_numeric, spark_name
+
+_WHITESPACE = "".join(chr(code) for code in range(33))
+ANSI_SETTING = "spark.sql.ansi.enabled"
+"""The ``configure`` key (dataflow or connection) that turns ANSI mode on, named as Spark names it."""
+
+
+class SparkAnsiError(TerminalError, ArithmeticError):
+    """A row fails an ANSI-mode check: Spark 4 (or 3.5 with ANSI on) raises the same error class.
+
+    Built by :meth:`of`; the one-argument form lets Polars re-raise it from inside a batch.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        found = re.match(r"\[([A-Z_.]+)\]", message)
+        self.error_class = found.group(1) if found else ""
+
+    @classmethod
+    def of(cls, error_class: str, detail: str, sql: str) -> SparkAnsiError:
+        return cls(
+            f"[{error_class}] {detail} (in SQL expression {sql!r}, {ANSI_SETTING} is on); use TRY_CAST or a "
+            f"try_* function to get NULL instead, or turn {ANSI_SETTING} off"
+        )
+
+
+def enabled(configure: Any) -> bool:
+    """Whether a ``configure`` mapping turns ANSI mode on (``true``, ``"true"``; absent: off)."""
+    if not isinstance(configure, dict):
+        return False
+    value = configure.get(ANSI_SETTING, False)
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def guard(
+    value: pl.Expr, dtype: pl.DataType, bad: pl.Expr, offending: pl.Expr, error_class: str, detail: str, sql: str
+) -> pl.Expr:
+    """``value`` (of ``dtype``), raising :class:`SparkAnsiError` for a batch in which ``bad`` holds on a row.
+
+    ``detail`` is Spark's message with ``{value}`` where the first offending value (``offending`` on
+    that row) goes. The check is vectorised: one ``any`` per batch.
+    """
+
+    def check(rows: pl.Series) -> pl.Series:
+        frame = rows.struct.unnest()
+        failing = frame.get_column("bad").fill_null(False)
+        if failing.any():
+            first = frame.get_column("offending").filter(failing)[0]
+            raise SparkAnsiError.of(error_class, detail.format(value=first), sql)
+        return frame.get_column("value").cast(dtype)
+
+    parts = pl.struct(value.alias("value"), bad.alias("bad"), offending.cast(pl.String).alias("offending"))
+    return parts.map_batches(check, is_elementwise=True, return_dtype=dtype)
+
+
+def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType, result: pl.Expr, sql: str) -> pl.Expr:
+    """``result`` (the ANSI-off cast of ``source_value``), raising where Spark's ANSI cast raises."""
+    failed = source_value.is_not_null() & result.is_null()
+    if source == pl.String() and is_integral(target):  # ANSI reads whole numbers only: '1.5' is malformed
+        whole = source_value.str.strip_chars(_WHITESPACE).str.contains(r"^[+-]?\d+$")
+        failed = failed | (source_value.is_not_null() & ~whole)
+    if source == pl.String() and target != pl.String():
+        detail = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
+        return guard(result, target, failed, source_value, "CAST_INVALID_INPUT", detail, sql)
+    if isinstance(source, pl.Datetime) and (is_integral(target) or isinstance(target, pl.Decimal)):
+        source_value, source = source_value.dt.epoch("us").floordiv(1_000_000), pl.Int64()
+    if source in (pl.Float32(), pl.Float64()) and isinstance(target, pl.Datetime):
+        detail = (
+            f'The value {{value}} of the type "DOUBLE" cannot be cast to "{spark_name(target)}" due to an overflow.'
+        )
+        bad = source_value.is_not_null() & (~source_value.is_finite() | (source_value.abs() >= 9.2e12))
+        return guard(result, target, bad, source_value, "CAST_OVERFLOW", detail, sql)
+    if is_numeric(source) and is_integral(target):
+        narrowed = _out_of_range(source_value, source, target)
+        detail = (
+            f'The value {{value}} of the type "{spark_name(source)}" cannot be cast to "{spark_name(target)}" '
+            "due to an overflow."
+        )
+        return guard(result, target, narrowed, source_value, "CAST_OVERFLOW", detail, sql)
+    if is_numeric(source) and isinstance(target, pl.Decimal):
+        if source in (pl.Float32(), pl.Float64()):  # NaN and infinities stay NULL
+            failed = failed & source_value.is_finite()
+        detail = f"{{value}} cannot be represented as {spark_name(target)}."
+        return guard(result, target, failed, source_value, "NUMERIC_VALUE_OUT_OF_RANGE", detail, sql)
+    return result
+
+
+_BOUNDS: dict[pl.DataType, int] = {pl.Int8(): 2**7, pl.Int16(): 2**15, pl.Int32(): 2**31, pl.Int64(): 2**63}
+
+
+def _out_of_range(value: pl.Expr, source: pl.DataType, target: pl.DataType) -> pl.Expr:
+    half = _BOUNDS[target]
+    if source in (pl.Float32(), pl.Float64()):
+        whole = value.cast(pl.Float64)
+        return whole.is_nan() | (whole >= float(half)) | (whole <= -float(half) - 1.0)
+    if isinstance(source, pl.Decimal):
+        whole = value.cast(pl.Int128, strict=False)  # truncates toward zero, as Spark does
+        return whole.is_null() & value.is_not_null() | (whole >= half) | (whole < -half)
+    wide = value.cast(pl.Int128)
+    return (wide >= half) | (wide < -half)
+
+
+def ansi_refusal(source: pl.DataType, target: pl.DataType) -> str | None:
+    """Why Spark's analyzer refuses ``CAST(source AS target)`` in ANSI mode (it allows it with ANSI off)."""
+    if source == pl.Date() and (is_numeric(target) or target == pl.Boolean()):
+        return f"cannot cast DATE to {spark_name(target)}"
+    if source == pl.Boolean() and isinstance(target, pl.Datetime):
+        return f"cannot cast BOOLEAN to {spark_name(target)}"
+    if isinstance(source, pl.Datetime) and target == pl.Boolean():
+        return f"cannot cast {spark_name(source)} to BOOLEAN"
+    return None
