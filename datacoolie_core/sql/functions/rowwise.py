@@ -20,16 +20,14 @@ if TYPE_CHECKING:
     from datacoolie_core.sql.to_polars import Compiler
 
 
-def _rows(columns: list[pl.Expr], function: Callable[..., Any], out: pl.DataType, *, required: int = 0) -> pl.Expr:
-    """``function`` over each row's values as a Polars expression: NULL when one of the first
-    ``required`` values (default: any) is NULL."""
+def _rows(columns: list[pl.Expr], function: Callable[..., Any], out: pl.DataType) -> pl.Expr:
+    """``function`` over each row's values (NULL when any is NULL), as a Polars expression."""
 
     def batch(rows: pl.Series) -> pl.Series:
         values = []
         for row in rows.to_list():
             items = list(row.values())
-            needed = items[:required] if required else items
-            values.append(None if any(v is None for v in needed) else function(*items))
+            values.append(None if any(v is None for v in items) else function(*items))
         return pl.Series(rows.name, values, dtype=out)
 
     named = [column.alias(f"a{k}") for k, column in enumerate(columns)]
@@ -55,13 +53,16 @@ def _levenshtein(c: Compiler, node: exp.Levenshtein) -> pl.Expr:
     left, right = text(c, node.this), text(c, node.args["expression"])
     if node.args.get("ins_cost") is None:
         return _rows([left, right], levenshtein_distance, pl.Int32())
-    threshold = number(c, node.args["ins_cost"], "INT")
+    if isinstance(node.args["ins_cost"], exp.Null):
+        return pl.lit(None, dtype=pl.Int32)
+    # Spark reads a NULL threshold from a column as 0 (its unboxing of NULL)
+    threshold = number(c, node.args["ins_cost"], "INT").fill_null(0)
 
-    def bounded(a: str, b: str, limit: int | None) -> int:
+    def bounded(a: str, b: str, limit: int) -> int:
         distance = levenshtein_distance(a, b)
-        return -1 if limit is not None and distance > limit else distance  # a NULL threshold: none
+        return -1 if distance > limit else distance
 
-    return _rows([left, right, threshold], bounded, pl.Int32(), required=2)
+    return _rows([left, right, threshold], bounded, pl.Int32())
 
 
 _MAX_DIGITS = 100
