@@ -46,12 +46,33 @@ class SparkAnsiError(TerminalError, ArithmeticError):
         )
 
 
-def enabled(configure: Any) -> bool:
-    """Whether a ``configure`` mapping turns ANSI mode on (``true``, ``"true"``; absent: off)."""
-    if not isinstance(configure, dict):
-        return False
-    value = configure.get(ANSI_SETTING, False)
+def enabled(configure: Any) -> bool | None:
+    """What a ``configure`` mapping says of ANSI mode (``true``/``"true"``, ``false``/``"false"``; absent: None)."""
+    if not isinstance(configure, dict) or ANSI_SETTING not in configure:
+        return None
+    value = configure[ANSI_SETTING]
     return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def enabled_for(dataflow: Any) -> bool:
+    """ANSI mode for a dataflow's SQL: its own ``configure``, else its destination's then its source's
+    connection ``configure``; off when none names :data:`ANSI_SETTING`."""
+    candidates = [
+        getattr(dataflow, "configure", None),
+        _extras(getattr(getattr(dataflow, "destination", None), "connection", None)),
+        _extras(getattr(getattr(dataflow, "source", None), "connection", None)),
+    ]
+    for configure in candidates:
+        said = enabled(configure)
+        if said is not None:
+            return said
+    return False
+
+
+def _extras(connection: Any) -> dict[str, Any] | None:
+    configure = getattr(connection, "configure", None)
+    extras = getattr(configure, "extras", None)
+    return extras if isinstance(extras, dict) else None
 
 
 def guard(
