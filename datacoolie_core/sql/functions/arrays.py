@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.coercion import CoercionError, common_type
+from datacoolie_core.sql.coercion import CoercionError, common_type, is_integral
 from datacoolie_core.sql.functions.registry import Handler, arity, dtype, literal, text
 from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError
 
@@ -158,12 +158,80 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
     return pl.concat_list(compiled)
 
 
+def _get(c: Compiler, node: exp.Anonymous) -> pl.Expr:
+    """GET(arr, i): ``arr[i]`` (from 0, NULL out of bounds)."""
+    values, index = arity(c, node, 2)
+    return c.compile(exp.Bracket(this=values.copy(), expressions=[index.copy()]))
+
+
+def _compact(c: Compiler, node: exp.ArrayCompact) -> pl.Expr:
+    c.allow_args(node, "this")
+    _list_dtype(c, node.this, "ARRAY_COMPACT")
+    return c.compile(node.this).list.drop_nulls()
+
+
+def _join(c: Compiler, node: exp.ArrayToString) -> pl.Expr:
+    """ARRAY_JOIN(arr, sep[, null_replacement]): NULL elements skipped, or replaced when a replacement is given."""
+    c.allow_args(node, "this", "expression", "null")
+    found = _list_dtype(c, node.this, "ARRAY_JOIN")
+    inner = found.inner if isinstance(found, pl.List) else None
+    if inner is not None and not (inner == pl.String() or is_integral(typing.cast(pl.DataType, inner))):
+        raise SqlExpressionError(f"ARRAY_JOIN of {found} is not supported (STRING or integer arrays) (in {c.text!r})")
+    separator = literal(c, node.args.get("expression"), "the ARRAY_JOIN delimiter")
+    replacement = (
+        literal(c, node.args.get("null"), "the ARRAY_JOIN null replacement") if node.args.get("null") else None
+    )
+    if separator is None or (node.args.get("null") is not None and replacement is None):
+        return pl.lit(None, dtype=pl.String)
+    items = c.compile(node.this).cast(pl.List(pl.String))
+    items = (
+        items.list.drop_nulls() if replacement is None else items.list.eval(pl.element().fill_null(str(replacement)))
+    )
+    return items.list.join(str(separator))
+
+
+def _slice(c: Compiler, node: exp.ArraySlice) -> pl.Expr:
+    """SLICE(arr, start, length): from 1 (negative: from the end), an empty array beyond either end."""
+    c.allow_args(node, "this", "start", "end", "is_length")
+    _list_dtype(c, node.this, "SLICE")
+    start = literal(c, node.args.get("start"), "the SLICE start")
+    length = literal(c, node.args.get("end"), "the SLICE length")
+    if start is None or length is None:
+        return pl.lit(None).cast(dtype(c, node.this) or pl.List(pl.Null()))
+    if not isinstance(start, int) or not isinstance(length, int) or start == 0 or length < 0:
+        raise SqlExpressionError(
+            f"SLICE start must be a non-zero integer and length a non-negative integer: Spark stops the query "
+            f"otherwise (in {c.text!r})"
+        )
+    values = c.compile(node.this)
+    if start > 0:
+        return values.list.slice(start - 1, length)
+    offset = values.list.len().cast(pl.Int64) + start
+    return pl.when(offset >= 0).then(values.list.slice(start, length)).otherwise(values.list.slice(0, 0))
+
+
 NODES: dict[type[exp.Expression], Handler] = {
+    exp.ArrayCompact: _compact,
+    exp.ArrayToString: _join,
+    exp.ArraySlice: _slice,
     exp.RegexpSplit: _split,
     exp.Bracket: _bracket,
     exp.ArraySize: _size,
     exp.ArrayContains: _contains,
     exp.Array: _array,
 }
-NAMES: dict[str, Handler] = {"CARDINALITY": _size}
-SUPPORTED = ("ARRAY", "ARRAY_CONTAINS", "ARRAY_SIZE", "CARDINALITY", "ELEMENT_AT", "SIZE", "SPLIT", "TRY_ELEMENT_AT")
+NAMES: dict[str, Handler] = {"CARDINALITY": _size, "GET": _get}
+SUPPORTED = (
+    "ARRAY",
+    "ARRAY_COMPACT",
+    "ARRAY_CONTAINS",
+    "ARRAY_JOIN",
+    "ARRAY_SIZE",
+    "CARDINALITY",
+    "GET",
+    "SLICE",
+    "ELEMENT_AT",
+    "SIZE",
+    "SPLIT",
+    "TRY_ELEMENT_AT",
+)

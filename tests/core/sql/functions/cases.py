@@ -322,6 +322,13 @@ ARRAYS = [
     *expand("array({x})", "array({x}, {x})", "array({x}, NULL)", x=("i", "l", "d", "m", "s", "b", "dt", "ts", "1.5")),
     "array(i, d)", "array(i, m)", "array(s, i)", "size(array(1, 2, 3))", "array(1, 2)[0]",
     "element_at(array(1, 2), 0)", "split(s, '[,]')", "split(s, 'a+')", "split(s, '\\\\d')", "split(s, ',', 2)",
+    *expand("get({a}, {i})", "array_compact({a})", "array_join({a}, '|')", "array_join({a}, '|', '?')",
+            "array_join({a}, NULL)", "slice({a}, 1, 2)", "slice({a}, 2, 0)", "slice({a}, -1, 1)", "slice({a}, -2, 5)",
+            "slice({a}, -9, 2)", "slice({a}, 5, 1)", "slice({a}, 0, 1)", "slice({a}, 1, -1)",
+            a=("split(s, '-')", "split(t, '%')", "array(i, j, NULL)", "array('a', s, NULL)",
+               "split(CAST(NULL AS STRING), ',')"),
+            i=("0", "1", "-1", "IF(j = 0, 1, j)")),
+    "array_join(array(d), ',')",
     "element_at(split(s, '-'), -1) || '!'", "upper(split(t, '%')[0])", "array_size(array(1))",
 ]  # fmt: skip
 

@@ -82,7 +82,8 @@ SIGNATURES: dict[str, str] = {
     "MD5": "str|num", "SHA": "str", "SHA1": "str", "SHA2": "str,'0'/'224'/'256'/'384'/'512'/'1'", "CRC32": "str",
     "HASH": "any|any,any|num,str,ts", "XXHASH64": "any|any,any|num,str,ts",
     "SPLIT": "str,''-''/''%''//_", "ARRAY": "any|num,num|str,str", "SIZE": "ARRAYS",
-    "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS",
+    "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS", "GET": "ARRAYS", "ARRAY_COMPACT": "ARRAYS",
+    "ARRAY_JOIN": "ARRAYS", "SLICE": "ARRAYS",
     "LEVENSHTEIN": "str,str|str,str,int", "FORMAT_NUMBER": "num,'0'/'2'/'-1'", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
 }
 # fmt: on
@@ -91,6 +92,10 @@ _ARRAYS = {
     "SIZE": tuple(f"SIZE({a})" for a in _LISTS),
     "CARDINALITY": tuple(f"CARDINALITY({a})" for a in _LISTS),
     "ARRAY_SIZE": tuple(f"ARRAY_SIZE({a})" for a in _LISTS),
+    "GET": tuple(f"GET({a}, {k})" for a in _LISTS for k in ("0", "2", "-1")),
+    "ARRAY_COMPACT": tuple(f"ARRAY_COMPACT({a})" for a in _LISTS),
+    "ARRAY_JOIN": tuple(f"ARRAY_JOIN({a}, ',')" for a in _LISTS),
+    "SLICE": tuple(f"SLICE({a}, {k}, 2)" for a in _LISTS for k in ("1", "-2", "3")),
     "ELEMENT_AT": tuple(f"ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("1", "-1", "3", "-9", "NULL")),
     "TRY_ELEMENT_AT": tuple(f"TRY_ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("2", "-2", "9")),
     "ARRAY_CONTAINS": tuple(f"ARRAY_CONTAINS({a}, {v})" for a in _LISTS[:3] for v in ("'1'", "s", "i", "1")),
