@@ -210,7 +210,84 @@ def _slice(c: Compiler, node: exp.ArraySlice) -> pl.Expr:
     return pl.when(offset >= 0).then(values.list.slice(start, length)).otherwise(values.list.slice(0, 0))
 
 
+def _items_and_value(c: Compiler, values: exp.Expression, value: exp.Expression, what: str) -> tuple[pl.Expr, pl.Expr]:
+    """The array and a value of its element type (numbers meet in the wider type), as ARRAY_CONTAINS reads them."""
+    element = _element_type(c, values, value)
+    items, other = c.compile(values), dtype(c, value)
+    if element is not None and other is not None and other != element:
+        element = common_type([element, other])
+        if element is not None:
+            items = items.cast(pl.List(element))
+    needle = c.compile(value) if element is None else c.cast(value, element)
+    return items, needle
+
+
+def _literal_value(c: Compiler, node: exp.Expression, what: str) -> None:
+    if not isinstance(node, (exp.Literal, exp.Neg, exp.Boolean)):
+        raise SqlExpressionError(f"the value of {what} must be a literal (in {c.text!r})")
+
+
+def _position(c: Compiler, node: exp.ArrayPosition) -> pl.Expr:
+    """ARRAY_POSITION(arr, v): the first position of ``v`` from 1, 0 when absent."""
+    c.allow_args(node, "this", "expression")
+    _literal_value(c, node.args["expression"], "ARRAY_POSITION")
+    items, needle = _items_and_value(c, node.this, node.args["expression"], "ARRAY_POSITION")
+    first = items.list.eval((pl.element() == needle).arg_true().first()).list.first()
+    return pl.when(items.is_not_null()).then((first.cast(pl.Int64) + 1).fill_null(0))
+
+
+def _remove(c: Compiler, node: exp.ArrayRemove) -> pl.Expr:
+    """ARRAY_REMOVE(arr, v): every element equal to ``v`` removed (NULL elements stay)."""
+    c.allow_args(node, "this", "expression", "null_propagation")
+    _literal_value(c, node.args["expression"], "ARRAY_REMOVE")
+    items, needle = _items_and_value(c, node.this, node.args["expression"], "ARRAY_REMOVE")
+    kept = items.list.eval(pl.element().filter(pl.element().is_null() | (pl.element() != needle)))
+    return pl.when(needle.is_not_null()).then(kept)
+
+
+def _sort(c: Compiler, node: exp.ArraySort) -> pl.Expr:
+    """SORT_ARRAY(arr[, asc]): NULLs first ascending, last descending; NaN above every number."""
+    c.allow_args(node, "this", "asc", "nulls_first")
+    _list_dtype(c, node.this, "SORT_ARRAY")
+    ascending = literal(c, node.args["asc"], "the SORT_ARRAY order") if node.args.get("asc") else True
+    if not isinstance(ascending, bool):
+        raise SqlExpressionError(f"the SORT_ARRAY order must be TRUE or FALSE (in {c.text!r})")
+    return c.compile(node.this).list.sort(descending=not ascending, nulls_last=not ascending)
+
+
+def _extreme(largest: bool) -> Handler:
+    def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
+        c.allow_args(node, "this")
+        found = _list_dtype(c, node.this, "ARRAY_MAX" if largest else "ARRAY_MIN")
+        items = c.compile(node.this)
+        if not largest:
+            return items.list.min()
+        if isinstance(found, pl.List) and found.inner in (pl.Float32(), pl.Float64()):  # Spark: NaN is the largest
+            has_nan = items.list.eval(pl.element().is_nan().any()).list.first()
+            return pl.when(has_nan).then(pl.lit(float("nan"), dtype=found.inner)).otherwise(items.list.max())
+        return items.list.max()
+
+    return handler
+
+
+def _distinct(c: Compiler, node: exp.ArrayDistinct) -> pl.Expr:
+    c.allow_args(node, "this")
+    found = _list_dtype(c, node.this, "ARRAY_DISTINCT")
+    if isinstance(found, pl.List) and found.inner in (pl.Float32(), pl.Float64()):
+        raise SqlExpressionError(
+            f"ARRAY_DISTINCT of a DOUBLE/FLOAT array is not supported: Spark keeps 0.0 and -0.0 apart, Polars "
+            f"merges them (in {c.text!r})"
+        )
+    return c.compile(node.this).list.unique(maintain_order=True)
+
+
 NODES: dict[type[exp.Expression], Handler] = {
+    exp.ArrayPosition: _position,
+    exp.ArrayRemove: _remove,
+    exp.ArraySort: _sort,
+    exp.ArrayMax: _extreme(True),
+    exp.ArrayMin: _extreme(False),
+    exp.ArrayDistinct: _distinct,
     exp.ArrayCompact: _compact,
     exp.ArrayToString: _join,
     exp.ArraySlice: _slice,

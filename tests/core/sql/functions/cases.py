@@ -329,6 +329,12 @@ ARRAYS = [
                "split(CAST(NULL AS STRING), ',')"),
             i=("0", "1", "-1", "IF(j = 0, 1, j)")),
     "array_join(array(d), ',')",
+    *expand("array_max({a})", "array_min({a})", "array_distinct({a})", "sort_array({a})", "sort_array({a}, false)",
+            "array_position({a}, {v})", "array_remove({a}, {v})",
+            a=("split(s, '-')", "split(t, '%')", "array(i, j, NULL, i)", "array(d, e, 1.5D, NULL)",
+               "split(CAST(NULL AS STRING), ',')", "array('b', 'a', 'b')"),
+            v=("1", "'a'", "2.5D", "-1")),
+    "array_position(array(1, 2), i)", "array_remove(array(1, NULL), NULL)",
     "element_at(split(s, '-'), -1) || '!'", "upper(split(t, '%')[0])", "array_size(array(1))",
 ]  # fmt: skip
 

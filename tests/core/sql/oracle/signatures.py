@@ -83,7 +83,8 @@ SIGNATURES: dict[str, str] = {
     "HASH": "any|any,any|num,str,ts", "XXHASH64": "any|any,any|num,str,ts",
     "SPLIT": "str,''-''/''%''//_", "ARRAY": "any|num,num|str,str", "SIZE": "ARRAYS",
     "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS", "GET": "ARRAYS", "ARRAY_COMPACT": "ARRAYS",
-    "ARRAY_JOIN": "ARRAYS", "SLICE": "ARRAYS",
+    "ARRAY_JOIN": "ARRAYS", "SLICE": "ARRAYS", "ARRAY_MAX": "ARRAYS", "ARRAY_MIN": "ARRAYS",
+    "ARRAY_DISTINCT": "ARRAYS", "ARRAY_POSITION": "ARRAYS", "ARRAY_REMOVE": "ARRAYS", "SORT_ARRAY": "ARRAYS",
     "LEVENSHTEIN": "str,str|str,str,int", "FORMAT_NUMBER": "num,'0'/'2'/'-1'", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
 }
 # fmt: on
@@ -96,6 +97,12 @@ _ARRAYS = {
     "ARRAY_COMPACT": tuple(f"ARRAY_COMPACT({a})" for a in _LISTS),
     "ARRAY_JOIN": tuple(f"ARRAY_JOIN({a}, ',')" for a in _LISTS),
     "SLICE": tuple(f"SLICE({a}, {k}, 2)" for a in _LISTS for k in ("1", "-2", "3")),
+    "ARRAY_MAX": tuple(f"ARRAY_MAX({a})" for a in _LISTS),
+    "ARRAY_MIN": tuple(f"ARRAY_MIN({a})" for a in _LISTS),
+    "ARRAY_DISTINCT": tuple(f"ARRAY_DISTINCT({a})" for a in _LISTS),
+    "ARRAY_POSITION": tuple(f"ARRAY_POSITION({a}, {v})" for a in _LISTS for v in ("'1'", "1")),
+    "ARRAY_REMOVE": tuple(f"ARRAY_REMOVE({a}, {v})" for a in _LISTS for v in ("'1'", "1")),
+    "SORT_ARRAY": tuple(f"SORT_ARRAY({a}, {o})" for a in _LISTS for o in ("true", "false")),
     "ELEMENT_AT": tuple(f"ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("1", "-1", "3", "-9", "NULL")),
     "TRY_ELEMENT_AT": tuple(f"TRY_ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("2", "-2", "9")),
     "ARRAY_CONTAINS": tuple(f"ARRAY_CONTAINS({a}, {v})" for a in _LISTS[:3] for v in ("'1'", "s", "i", "1")),
