@@ -298,17 +298,6 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.Array: _array,
 }
 NAMES: dict[str, Handler] = {"CARDINALITY": _size, "GET": _get}
-SUPPORTED = (
-    "ARRAY",
-    "ARRAY_COMPACT",
-    "ARRAY_CONTAINS",
-    "ARRAY_JOIN",
-    "ARRAY_SIZE",
-    "CARDINALITY",
-    "GET",
-    "SLICE",
-    "ELEMENT_AT",
-    "SIZE",
-    "SPLIT",
-    "TRY_ELEMENT_AT",
-)
+SUPPORTED = ("ARRAY", "ARRAY_COMPACT", "ARRAY_CONTAINS", "ARRAY_DISTINCT", "ARRAY_JOIN", "ARRAY_MAX", "ARRAY_MIN",
+             "ARRAY_POSITION", "ARRAY_REMOVE", "ARRAY_SIZE", "CARDINALITY", "ELEMENT_AT", "GET", "SIZE", "SLICE",
+             "SORT_ARRAY", "SPLIT", "TRY_ELEMENT_AT")  # fmt: skip
