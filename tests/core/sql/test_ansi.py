@@ -101,3 +101,17 @@ def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path:
     assert not lake.has_table("strict")
     assert runtimes["lenient"].exception is None
     assert lake.table("lenient")["per_unit"].to_list() == [-10, None, 30]
+
+
+def test_the_setting_is_read_from_the_dataflow_then_its_connections(tmp_path: Path) -> None:
+    from datacoolie_core.sql.ansi import enabled_for
+
+    lake = Lake(tmp_path)
+    lake.connections[1]["configure"] |= {"spark.sql.ansi.enabled": True}  # the destination connection
+    lake.add("by_connection").add("overridden", configure={"spark.sql.ansi.enabled": "false"}).write()
+    with DataCoolieDriver(metadata_base_path=lake.metadata_path) as driver:
+        flows = {flow.name: flow for flow in driver.load_dataflows()}
+
+    assert enabled_for(flows["by_connection"]) is True
+    assert enabled_for(flows["overridden"]) is False
+    assert enabled_for(object()) is False
