@@ -75,6 +75,10 @@ def _extras(connection: Any) -> dict[str, Any] | None:
     return extras if isinstance(extras, dict) else None
 
 
+Check = tuple[pl.Expr, pl.Expr, str, str]
+"""One ANSI check: (the rows that fail, the value to show, Spark's error class, its message with ``{value}``)."""
+
+
 def guard(
     value: pl.Expr, dtype: pl.DataType, bad: pl.Expr, offending: pl.Expr, error_class: str, detail: str, sql: str
 ) -> pl.Expr:
@@ -83,17 +87,27 @@ def guard(
     ``detail`` is Spark's message with ``{value}`` where the first offending value (``offending`` on
     that row) goes. The check is vectorised: one ``any`` per batch.
     """
+    return guard_all(value, dtype, [(bad, offending, error_class, detail)], sql)
+
+
+def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str) -> pl.Expr:
+    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark."""
 
     def check(rows: pl.Series) -> pl.Series:
         frame = rows.struct.unnest()
-        failing = frame.get_column("bad").fill_null(False)
-        if failing.any():
-            first = frame.get_column("offending").filter(failing)[0]
-            raise SparkAnsiError.of(error_class, detail.format(value=first), sql)
+        failing = [frame.get_column(f"bad{k}").fill_null(False) for k in range(len(checks))]
+        rows_failing = [series.arg_true() for series in failing]
+        firsts = [(int(found[0]), k) for k, found in enumerate(rows_failing) if len(found)]
+        if firsts:
+            row, k = min(firsts)
+            shown = frame.get_column(f"offending{k}")[row]
+            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql)
         return frame.get_column("value").cast(dtype)
 
-    parts = pl.struct(value.alias("value"), bad.alias("bad"), offending.cast(pl.String).alias("offending"))
-    return parts.map_batches(check, is_elementwise=True, return_dtype=dtype)
+    fields = [value.alias("value")]
+    for k, (bad, offending, _, _) in enumerate(checks):
+        fields += [bad.alias(f"bad{k}"), offending.cast(pl.String).alias(f"offending{k}")]
+    return pl.struct(fields).map_batches(check, is_elementwise=True, return_dtype=dtype)
 
 
 def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType, result: pl.Expr, sql: str) -> pl.Expr:
@@ -102,6 +116,13 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
     if source == pl.String() and is_integral(target):  # ANSI reads whole numbers only: '1.5' is malformed
         whole = source_value.str.strip_chars(_WHITESPACE).str.contains(r"^[+-]?\d+$")
         failed = failed | (source_value.is_not_null() & ~whole)
+    if source == pl.String() and isinstance(target, pl.Decimal):  # a number too wide is out of range
+        number = source_value.str.strip_chars(_WHITESPACE).cast(pl.Float64, strict=False)
+        too_wide = f"{{value}} cannot be represented as {spark_name(target)}."
+        malformed = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
+        text_checks: list[Check] = [(failed & number.is_not_null(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
+                                    (failed & number.is_null(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
+        return guard_all(result, target, text_checks, sql)
     if source == pl.String() and target != pl.String():
         detail = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
         return guard(result, target, failed, source_value, "CAST_INVALID_INPUT", detail, sql)
@@ -111,8 +132,11 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
         detail = (
             f'The value {{value}} of the type "DOUBLE" cannot be cast to "{spark_name(target)}" due to an overflow.'
         )
-        bad = source_value.is_not_null() & (~source_value.is_finite() | (source_value.abs() >= 9.2e12))
-        return guard(result, target, bad, source_value, "CAST_OVERFLOW", detail, sql)
+        wide = source_value.is_finite() & (source_value.abs() >= 9.2e12)
+        malformed = f'The value {{value}} of the type "DOUBLE" cannot be cast to "{spark_name(target)}" because it is malformed.'
+        checks: list[Check] = [(wide, source_value, "CAST_OVERFLOW", detail),
+                               (~source_value.is_finite(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
+        return guard_all(result, target, checks, sql)
     if is_numeric(source) and is_integral(target):
         narrowed = _out_of_range(source_value, source, target)
         detail = (

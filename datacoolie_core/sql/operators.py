@@ -414,7 +414,9 @@ def negate(c: Compiler, node: exp.Neg) -> pl.Expr:
     ):
         raise SqlExpressionError(f"cannot negate {spark_name(dtype)} (in {c.text!r})")
     value = c.compile(node.this)
-    if c.ansi and dtype is not None and is_integral(dtype):  # -(-2147483648) overflows
+    # -(-2147483648) overflows; '-9223372036854775808L' (sqlglot: the negation of a cast literal) does not
+    literal = isinstance(node.this, exp.Cast) and isinstance(node.this.this, exp.Literal)
+    if c.ansi and dtype is not None and is_integral(dtype) and not literal:
         lowest = value == -(2 ** (_BITS[dtype] - 1))
         detail = f"{spark_name(dtype).lower()} overflow ({{value}} cannot be negated)."
         return ansi.guard(-value, dtype, lowest, value, "ARITHMETIC_OVERFLOW", detail, c.text)
