@@ -116,12 +116,12 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
     if source == pl.String() and is_integral(target):  # ANSI reads whole numbers only: '1.5' is malformed
         whole = source_value.str.strip_chars(_WHITESPACE).str.contains(r"^[+-]?\d+$")
         failed = failed | (source_value.is_not_null() & ~whole)
-    if source == pl.String() and isinstance(target, pl.Decimal):  # a number too wide is out of range
+    if source == pl.String() and isinstance(target, pl.Decimal):  # a finite number too wide is out of range
         number = source_value.str.strip_chars(_WHITESPACE).cast(pl.Float64, strict=False)
         too_wide = f"{{value}} cannot be represented as {spark_name(target)}."
         malformed = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        text_checks: list[Check] = [(failed & number.is_not_null(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
-                                    (failed & number.is_null(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
+        text_checks: list[Check] = [(failed & number.is_finite(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
+                                    (failed & ~number.is_finite().fill_null(False), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
         return guard_all(result, target, text_checks, sql)
     if source == pl.String() and target != pl.String():
         detail = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
