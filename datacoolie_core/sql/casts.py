@@ -106,12 +106,8 @@ def to_decimal(value: pl.Expr, source: pl.DataType, target: pl.Decimal) -> pl.Ex
     """Spark rounds HALF_UP to the target scale; a value too wide for the precision is NULL."""
     if source == pl.Boolean():
         value, source = value.cast(pl.Int32), pl.Int32()
-    if source in _FLOAT:  # Polars raises (strict or not) on a double too wide for the precision
-        fits = value.is_finite() & (value.abs() < 10.0 ** (target.precision - target.scale))
-        rounded = pl.when(fits).then(value).round(target.scale, mode="half_away_from_zero")
-        return (
-            pl.when(rounded.abs() < 10.0 ** (target.precision - target.scale)).then(rounded).cast(target, strict=False)
-        )
+    if source in _FLOAT:
+        return _double_to_decimal(value, source, target)
     if isinstance(source, pl.Decimal) and source.scale > target.scale:
         value = value.round(target.scale, mode="half_away_from_zero")
     if is_numeric(source):
@@ -121,6 +117,36 @@ def to_decimal(value: pl.Expr, source: pl.DataType, target: pl.Decimal) -> pl.Ex
     if source == pl.Date():
         return pl.lit(None, target)
     raise CoercionError(f"cannot cast {spark_name(source)} to {spark_name(target)}")
+
+
+def decimal_text(text: pl.Expr, target: pl.Decimal) -> pl.Expr:
+    """A decimal text as ``target``, rounded HALF_UP from its own digits (NULL if too wide or malformed).
+
+    The text is read into a DECIMAL with every fraction digit the target's integral part leaves room
+    for (at least one past the target's scale) and two integral digits for a rounding carry
+    (99999999.995 -> 100000000.00, NULL in DECIMAL(10,2), not a Polars error). Polars' own cast rounds
+    half-to-even at that scale, so the text is first cut to it: a second rounding must see the text's
+    digits ('1.00499999999999999999' -> 1.00, never 1.005 -> 1.01).
+    """
+    integral = target.precision - target.scale
+    scale = min(max(36 - integral, target.scale + 1), 38)
+    cut = text.str.replace(rf"^([+-]?\d*\.\d{{{scale}}})\d+$", "${1}")
+    exact = pl.Decimal(38, scale)
+    return to_decimal(cut.cast(exact, strict=False), exact, target)
+
+
+def _double_to_decimal(value: pl.Expr, source: pl.DataType, target: pl.Decimal) -> pl.Expr:
+    """Spark reads a double as its shortest decimal text (``Double.toString``) and rounds that HALF_UP.
+
+    The binary value of ``1.005`` is 1.00499999999999989...; Spark gives 1.01 where rounding the
+    binary value gives 1.00. Polars prints the same shortest digits. A FLOAT is widened to DOUBLE
+    first, as Spark does (``1.005F`` gives 1.00).
+    """
+    if source != pl.Float64():
+        value = value.cast(pl.Float64)
+    # Polars raises (strict or not) on a double too wide for the precision: those are NULL first
+    fits = value.is_finite() & (value.abs() < 10.0 ** (target.precision - target.scale))
+    return decimal_text(pl.when(fits).then(value).cast(pl.String), target)
 
 
 def _from_string(value: pl.Expr, target: pl.DataType) -> pl.Expr:
@@ -134,8 +160,7 @@ def _from_string(value: pl.Expr, target: pl.DataType) -> pl.Expr:
         number = special.str.replace(r"([0-9.])[dDfF]$", "${1}")
         return number.cast(target, strict=False)
     if isinstance(target, pl.Decimal):
-        exact = pl.Decimal(38, min(max(target.scale + 1, 18), 38 - (target.precision - target.scale)))
-        return to_decimal(text.cast(exact, strict=False), exact, target)
+        return decimal_text(text, target)
     if target == pl.Boolean():
         lowered = text.str.to_lowercase()
         return pl.when(lowered.is_in(_TRUE)).then(True).when(lowered.is_in(_FALSE)).then(False)
@@ -164,12 +189,10 @@ def parse_timestamp(text: pl.Expr, target: pl.DataType) -> pl.Expr:
     field = [parts.struct.field(str(k)) for k in range(1, 7)]
     day = parse_date(field[0])
     fraction = field[4].fill_null("0").str.pad_end(6, "0").str.slice(0, 6).cast(pl.Int64)
-    micros = (
-        field[1].fill_null("0").cast(pl.Int64) * 3_600_000_000
-        + field[2].fill_null("0").cast(pl.Int64) * 60_000_000
-        + field[3].fill_null("0").cast(pl.Int64) * 1_000_000
-        + fraction
-    )
+    hour, minute, second = (value.fill_null("0").cast(pl.Int64) for value in field[1:4])
+    micros = hour * 3_600_000_000 + minute * 60_000_000 + second * 1_000_000 + fraction
+    # java.time's LocalTime refuses 24:00 and a leap second 23:59:60 (NULL), where a sum would roll over
+    valid = field[0].is_not_null() & (hour < 24) & (minute < 60) & (second < 60)
     offset = field[5].str.replace("Z", "+00:00").str.replace(r"^([+-]\d{2})(\d{2})$", "${1}:${2}")
     sign = pl.when(offset.str.starts_with("-")).then(-1).otherwise(1)
     offset_micros = sign * (
@@ -178,9 +201,9 @@ def parse_timestamp(text: pl.Expr, target: pl.DataType) -> pl.Expr:
     local = day.cast(pl.Datetime("us")) + pl.duration(microseconds=micros)
     time_zone = getattr(target, "time_zone", None)
     if time_zone is None:  # TIMESTAMP_NTZ ignores a zone in the text
-        return pl.when(field[0].is_not_null()).then(local)
+        return pl.when(valid).then(local)
     instant = local - pl.duration(microseconds=offset_micros.fill_null(0))
-    return pl.when(field[0].is_not_null()).then(instant).dt.replace_time_zone(time_zone)
+    return pl.when(valid).then(instant).dt.replace_time_zone(time_zone)
 
 
 def to_string(value: pl.Expr, source: pl.DataType) -> pl.Expr:

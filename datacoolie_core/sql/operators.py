@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql import ansi
 from datacoolie_core.sql.casts import spark_cast
 from datacoolie_core.sql.coercion import (
     CoercionError,
@@ -37,16 +38,19 @@ if TYPE_CHECKING:
 Handler = Callable[["Compiler", Any], pl.Expr]
 _SIGN = {"+": 1, "-": -1}
 _INTEGERS: list[pl.DataType] = [pl.Int8(), pl.Int16(), pl.Int32(), pl.Int64()]
+_BITS: dict[pl.DataType, int] = {pl.Int8(): 8, pl.Int16(): 16, pl.Int32(): 32, pl.Int64(): 64}
 _OFFSET_UNITS = {"YEAR": "y", "MONTH": "mo", "WEEK": "w", "DAY": "d", "HOUR": "h", "MINUTE": "m", "SECOND": "s"}
 
 
 def arithmetic(op: str) -> Handler:
     """``+ - * / % DIV`` (and MOD), typed as Spark types them."""
-    return lambda c, n: arithmetic_of(c, op, n.this, n.args["expression"])
+    return lambda c, n: arithmetic_of(c, op, n.this, n.args["expression"], guarded=id(n) not in c.unguarded)
 
 
-def arithmetic_of(c: Compiler, op: str, left_node: exp.Expression, right_node: exp.Expression) -> pl.Expr:
-    """``left op right`` for two parsed operands (also PMOD and MOD)."""
+def arithmetic_of(
+    c: Compiler, op: str, left_node: exp.Expression, right_node: exp.Expression, *, guarded: bool = True
+) -> pl.Expr:
+    """``left op right`` for two parsed operands (also PMOD and MOD); ``guarded``: raising in ANSI mode."""
     if isinstance(right_node, exp.Interval) and op in _SIGN:
         return _interval(c, left_node, right_node, _SIGN[op])
     left_type, right_type = c.dtype(left_node), c.dtype(right_node)
@@ -59,7 +63,38 @@ def arithmetic_of(c: Compiler, op: str, left_node: exp.Expression, right_node: e
             _literal_decimal(left_node, left_type, right_type),
             _literal_decimal(right_node, right_type, left_type),
         )
-    return binary_numeric(c, op, (c.compile(left_node), left_type), (c.compile(right_node), right_type))
+    if c.ansi and not all(is_numeric(t) or is_null(t) for t in (left_type, right_type)):
+        raise SqlExpressionError(
+            f"with spark.sql.ansi.enabled on, '{op}' of {spark_name(left_type)} and {spark_name(right_type)} follows "
+            f"Spark's ANSI type coercion, which is not supported; CAST the operands to numbers (in {c.text!r})"
+        )
+    left, right = (c.compile(left_node), left_type), (c.compile(right_node), right_type)
+    result = binary_numeric(c, op, left, right)
+    if c.ansi and guarded and c.schema is not None:
+        return ansi_arithmetic(c, op, left, right, result)
+    return result
+
+
+def ansi_arithmetic(
+    c: Compiler, op: str, left: tuple[pl.Expr, pl.DataType], right: tuple[pl.Expr, pl.DataType], result: pl.Expr
+) -> pl.Expr:
+    """``result``, raising where Spark's ANSI mode raises: a zero divisor, an integer or decimal overflow."""
+    dtype = pl.LazyFrame(schema=c.schema).select(result.alias("r")).collect_schema()["r"]
+    both = left[0].is_not_null() & right[0].is_not_null()
+    if op in ("/", "%", "DIV", "PMOD"):
+        divisor = right[0] if is_numeric(right[1]) else spark_cast(right[0], right[1], pl.Float64())
+        return ansi.guard(result, dtype, both & (divisor == 0), left[0], "DIVIDE_BY_ZERO", "Division by zero.", c.text)
+    if is_integral(dtype):
+        exact = _apply(op, left[0].cast(pl.Int128), right[0].cast(pl.Int128), pl.Int128())
+        overflow = both & (exact != result.cast(pl.Int128))
+        detail = (
+            f"{'integer' if dtype != pl.Int64() else 'long'} overflow ({{value}} does not fit {spark_name(dtype)})."
+        )
+        return ansi.guard(result, dtype, overflow, exact, "ARITHMETIC_OVERFLOW", detail, c.text)
+    if isinstance(dtype, pl.Decimal):
+        detail = f"The result of {{value}} {op} ... cannot be represented as {spark_name(dtype)}."
+        return ansi.guard(result, dtype, both & result.is_null(), left[0], "NUMERIC_VALUE_OUT_OF_RANGE", detail, c.text)
+    return result
 
 
 def _date_plus_days(
@@ -378,7 +413,14 @@ def negate(c: Compiler, node: exp.Neg) -> pl.Expr:
         is_integral(dtype) or dtype in (pl.Float64(), pl.Float32()) or isinstance(dtype, pl.Decimal) or is_null(dtype)
     ):
         raise SqlExpressionError(f"cannot negate {spark_name(dtype)} (in {c.text!r})")
-    return -c.compile(node.this)
+    value = c.compile(node.this)
+    # -(-2147483648) overflows; '-9223372036854775808L' (sqlglot: the negation of a cast literal) does not
+    literal = isinstance(node.this, exp.Cast) and isinstance(node.this.this, exp.Literal)
+    if c.ansi and dtype is not None and is_integral(dtype) and not literal:
+        lowest = value == -(2 ** (_BITS[dtype] - 1))
+        detail = f"{spark_name(dtype).lower()} overflow ({{value}} cannot be negated)."
+        return ansi.guard(-value, dtype, lowest, value, "ARITHMETIC_OVERFLOW", detail, c.text)
+    return -value
 
 
 def bitwise(op: Callable[[pl.Expr, pl.Expr], pl.Expr]) -> Handler:

@@ -20,6 +20,7 @@ import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.sql import operators as op
+from datacoolie_core.sql.ansi import ANSI_SETTING, ansi_refusal, checked_cast
 from datacoolie_core.sql.casts import spark_cast
 from datacoolie_core.sql.coercion import CoercionError, common_type, literal_number
 from datacoolie_core.sql.functions import FUNCTION_NAMES, FUNCTION_NODES
@@ -41,7 +42,7 @@ _DOCS = "see docs/sql.md and docs/sql-functions.md for what is supported"
 
 
 def compile_expression(
-    sql: str | exp.Expression, *, schema: Schema | None = None, now: datetime | None = None
+    sql: str | exp.Expression, *, schema: Schema | None = None, now: datetime | None = None, ansi: bool = False
 ) -> pl.Expr:
     """A Polars expression computing ``sql`` row by row.
 
@@ -52,13 +53,16 @@ def compile_expression(
             as written and types are not checked.
         now: the instant ``CURRENT_TIMESTAMP``/``NOW()``/``CURRENT_DATE`` evaluate to, fixed for a
             batch like the system columns; default: now in UTC.
+        ansi: Spark's ``spark.sql.ansi.enabled``: a cast or arithmetic that Spark's ANSI mode refuses
+            raises :class:`~datacoolie_core.sql.ansi.SparkAnsiError` when the batch is computed
+            (:mod:`datacoolie_core.sql.ansi` lists what is covered); default off, as Spark 3.5.
 
     Raises:
         SqlExpressionError: an unsupported function/construct, operand types Spark rejects, or an
             unknown column (with a schema).
     """
     node = parse_expression(sql) if isinstance(sql, str) else sql
-    compiler = Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT))
+    compiler = Compiler(schema, now or datetime.now(UTC), node.sql(dialect=READ_DIALECT), ansi=ansi)
     try:
         expression = compiler.compile(node)
     except SqlExpressionError:
@@ -101,8 +105,11 @@ class Compiler:
     ``literal_int``/``literal_str``, ``allow_args(node, *keys)``, ``temporal``, ``now``, ``text``.
     """
 
-    def __init__(self, schema: Schema | None, now: datetime, text: str) -> None:
+    def __init__(self, schema: Schema | None, now: datetime, text: str, *, ansi: bool = False) -> None:
         self.schema = dict(schema) if schema is not None else None
+        self.ansi = ansi
+        # ids of nodes a try_* function compiles: their own check stays off in ANSI mode (NULL instead)
+        self.unguarded: set[int] = set()
         self.by_lower = {name.lower(): name for name in self.schema or {}}
         self.now: datetime = now
         self.text = text
@@ -153,12 +160,25 @@ class Compiler:
                 self._types[key] = (node, None)
         return self._types[key][1]
 
-    def cast(self, node: exp.Expression, dtype: pl.DataType) -> pl.Expr:
-        """``node`` cast to ``dtype`` with Spark's CAST semantics."""
+    def cast(self, node: exp.Expression, dtype: pl.DataType, *, guarded: bool = True) -> pl.Expr:
+        """``node`` cast to ``dtype`` with Spark's CAST semantics (``guarded``: raising in ANSI mode)."""
+        value, source = self.compile(node), self.dtype(node)
         try:
-            return spark_cast(self.compile(node), self.dtype(node), dtype)
+            result = spark_cast(value, source, dtype)
         except CoercionError as e:
             raise SqlExpressionError(f"{e} (in {self.text!r})") from None
+        if self.ansi and guarded and source is not None and source != dtype:
+            refused = ansi_refusal(source, dtype)
+            if refused:
+                raise SqlExpressionError(f"{refused} with {ANSI_SETTING} on (in {self.text!r})")
+            # '-9223372036854775808L' is the negation of a BIGINT literal that alone would not fit
+            if not (
+                isinstance(node, exp.Literal)
+                and isinstance(node.parent, exp.Cast)
+                and isinstance(node.parent.parent, exp.Neg)
+            ):
+                return checked_cast(value, source, dtype, result, self.text)
+        return result
 
     def column(self, node: exp.Column) -> pl.Expr:
         name = node.name
@@ -299,7 +319,8 @@ def _cast(c: Compiler, node: exp.Cast) -> pl.Expr:
         dtype = polars_dtype(node.args["to"].sql(dialect=READ_DIALECT))
     except ValueError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
-    return c.cast(node.this, dtype)
+    # sqlglot reads Spark's CAST as a TryCast too (ANSI-off CAST gives NULL); TRY_CAST sets "safe"
+    return c.cast(node.this, dtype, guarded=not node.args.get("safe"))
 
 
 def _anonymous(c: Compiler, node: exp.Anonymous) -> pl.Expr:
@@ -321,7 +342,7 @@ _ARGS: dict[type[exp.Expression], tuple[str, ...]] = {
     exp.Between: ("this", "low", "high"),
     exp.RegexpLike: ("this", "expression"),
     exp.Cast: ("this", "to", "_type"),
-    exp.TryCast: ("this", "to", "_type"),
+    exp.TryCast: ("this", "to", "_type", "safe"),
     exp.Case: ("this", "ifs", "default"),
     exp.If: ("this", "true", "false"),
     exp.Is: ("this", "expression"),

@@ -178,17 +178,19 @@ def reserved_match(name: str, reserved: Iterable[str], mode: ColumnNameMode = "l
 def compile_sql(ctx: TransformContext, sql: str, schema: pl.Schema, *, key: str) -> pl.Expr:
     """``sql`` from metadata ``key`` compiled against the frame's current ``schema``.
 
-    ``NOW()``/``CURRENT_TIMESTAMP`` evaluate to ``ctx.run_time``, the instant of the system columns.
+    ``NOW()``/``CURRENT_TIMESTAMP`` evaluate to ``ctx.run_time``, the instant of the system columns;
+    ``spark.sql.ansi.enabled`` in the dataflow's or a connection's ``configure`` turns ANSI mode on.
 
     Raises:
         TransformError: the expression names a column the data lacks or uses unsupported SQL.
     """
     # sqlglot loads with the first expression compiled: a dataflow without SQL never pays for it
+    from datacoolie_core.sql.ansi import enabled_for
     from datacoolie_core.sql.parse import SqlExpressionError
     from datacoolie_core.sql.to_polars import compile_expression
 
     try:
-        return compile_expression(sql, schema=schema, now=ctx.run_time)
+        return compile_expression(sql, schema=schema, now=ctx.run_time, ansi=enabled_for(ctx.dataflow))
     except SqlExpressionError as e:
         raise transform_error(ctx, f"{key}: {e}", "fix the expression in the metadata") from e
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import conditional, conversion, datetime, math, regex, strings
+from datacoolie_core.sql.functions import arrays, conditional, conversion, datetime, digests, math, regex, strings
 from datacoolie_core.sql.functions.registry import Handler
 
 FAMILIES = {
@@ -14,6 +14,8 @@ FAMILIES = {
     "Date and time": datetime,
     "Null handling": conditional,
     "Conversion": conversion,
+    "Hashing": digests,
+    "Arrays": arrays,
 }
 """The family modules by the title docs/sql-functions.md gives them."""
 

@@ -16,7 +16,9 @@ from sqlglot.dialects.spark import Spark
 
 from datacoolie_core.sql.parse import SqlExpressionError
 
-# pattern letters -> (chrono format, regex of the text when parsing)
+# pattern letters -> (chrono format, regex of the text when parsing); the clock fields' regexes hold
+# their ranges, as java.time's strict resolver does: chrono reads 23:59:60 as a leap second and Polars
+# rolls it over to the next day
 _FIELDS: dict[str, tuple[str, str]] = {
     "yyyy": ("%Y", r"\d{4}"),
     "yy": ("%y", r"\d{2}"),
@@ -26,14 +28,14 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "MMMM": ("%B", r"[A-Za-z]+"),
     "dd": ("%d", r"\d{2}"),
     "d": ("%-d", r"\d{1,2}"),
-    "HH": ("%H", r"\d{2}"),
-    "H": ("%-H", r"\d{1,2}"),
-    "hh": ("%I", r"\d{2}"),
-    "h": ("%-I", r"\d{1,2}"),
-    "mm": ("%M", r"\d{2}"),
-    "m": ("%-M", r"\d{1,2}"),
-    "ss": ("%S", r"\d{2}"),
-    "s": ("%-S", r"\d{1,2}"),
+    "HH": ("%H", r"(?:[01]\d|2[0-3])"),
+    "H": ("%-H", r"(?:[01]?\d|2[0-3])"),
+    "hh": ("%I", r"(?:0[1-9]|1[0-2])"),
+    "h": ("%-I", r"(?:0?[1-9]|1[0-2])"),
+    "mm": ("%M", r"[0-5]\d"),
+    "m": ("%-M", r"[0-5]?\d"),
+    "ss": ("%S", r"[0-5]\d"),
+    "s": ("%-S", r"[0-5]?\d"),
     "SSS": ("%3f", r"\d{3}"),
     "SSSSSS": ("%6f", r"\d{6}"),
     "a": ("%p", r"(?:AM|PM)"),
@@ -42,6 +44,7 @@ _FIELDS: dict[str, tuple[str, str]] = {
     "EEE": ("%a", r"[A-Za-z]{3}"),
     "EEEE": ("%A", r"[A-Za-z]+"),
     "DDD": ("%j", r"\d{3}"),
+    "D": ("%-j", r"\d{1,3}"),
 }
 # zone fields print constants: the session time zone is UTC (Java prints 'Z' for a zero offset)
 _ZONES = {"X": "Z", "XX": "Z", "XXX": "Z", "x": "+00", "xx": "+0000", "xxx": "+00:00", "Z": "+0000", "ZZ": "+0000",

@@ -127,12 +127,19 @@ def _signed(c: Compiler, node: exp.Expression, negate: bool) -> pl.Expr:
     return c.compile(exp.Neg(this=value.copy())) if negate else c.compile(value)
 
 
+def _try_divide(c: Compiler, node: exp.SafeDivide) -> pl.Expr:
+    spelled = exp.Div(this=node.this.copy(), expression=node.args["expression"].copy())
+    c.unguarded.add(id(spelled))  # NULL for a zero divisor, also in ANSI mode
+    return c.compile(spelled)
+
+
 def _checked(operator: type[exp.Expression]) -> Handler:
     """TRY_ADD/TRY_SUBTRACT/TRY_MULTIPLY: the operator, NULL where Spark's integer result would overflow."""
 
     def handler(c: Compiler, node: exp.Expression) -> pl.Expr:
         left, right = node.this, node.args["expression"]
         spelled = operator(this=left.copy(), expression=right.copy())
+        c.unguarded.add(id(spelled))  # TRY_: NULL where the operator would raise in ANSI mode
         result = c.compile(spelled)
         found = dtype(c, spelled)
         if found is None or not found.is_integer():
@@ -231,7 +238,7 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.SafeAdd: _checked(exp.Add),
     exp.SafeSubtract: _checked(exp.Sub),
     exp.SafeMultiply: _checked(exp.Mul),
-    exp.SafeDivide: lambda c, n: c.compile(exp.Div(this=n.this.copy(), expression=n.args["expression"].copy())),
+    exp.SafeDivide: _try_divide,
     exp.WidthBucket: _width_bucket,
     **rounding.NODES,
     **bits.NODES,

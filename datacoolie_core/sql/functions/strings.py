@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import formatting, phonetic, substrings, urls
+from datacoolie_core.sql.functions import formatting, phonetic, rowwise, substrings, urls
 from datacoolie_core.sql.functions.registry import Handler, arity, literal, number, text
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -106,11 +106,24 @@ def _chr(c: Compiler, node: exp.Chr) -> pl.Expr:
     return pl.when(code < 0).then(pl.lit("")).otherwise(char)
 
 
+# Java's Character.toTitleCase (one code point to one) where it differs from the full upper-case
+# mapping Polars applies: 'ß' stays 'ß' (not 'SS'), 'ǆ' becomes the title-case 'ǅ' (not 'Ǆ'), Georgian
+# Mkhedruli stays (not Mtavruli), 'ﬁ' stays. Derived from the Unicode data: for each code point, its
+# title-case mapping when that is one code point, else its upper-case mapping when that is, else itself;
+# listed where that differs from the full upper-case mapping.
+_TITLE_FROM = "ßŉǄǅǆǇǈǉǊǋǌǰǱǲǳΐΰևაბგდევზთიკლმნოპჟრსტუფქღყშჩცძწჭხჯჰჱჲჳჴჵჶჷჸჹჺჽჾჿẖẗẘẙẚὐὒὔὖᾀᾁᾂᾃᾄᾅᾆᾇᾈᾉᾊᾋᾌᾍᾎᾏᾐᾑᾒᾓᾔᾕᾖᾗᾘᾙᾚᾛᾜᾝᾞᾟᾠᾡᾢᾣᾤᾥᾦᾧᾨᾩᾪᾫᾬᾭᾮᾯᾲᾳᾴᾶᾷᾼῂῃῄῆῇῌῒΐῖῗῢΰῤῦῧῲῳῴῶῷῼﬀﬁﬂﬃﬄﬅﬆﬓﬔﬕﬖﬗ"
+_TITLE_TO = "ßŉǅǅǅǈǈǈǋǋǋǰǲǲǲΐΰևაბგდევზთიკლმნოპჟრსტუფქღყშჩცძწჭხჯჰჱჲჳჴჵჶჷჸჹჺჽჾჿẖẗẘẙẚὐὒὔὖᾈᾉᾊᾋᾌᾍᾎᾏᾈᾉᾊᾋᾌᾍᾎᾏᾘᾙᾚᾛᾜᾝᾞᾟᾘᾙᾚᾛᾜᾝᾞᾟᾨᾩᾪᾫᾬᾭᾮᾯᾨᾩᾪᾫᾬᾭᾮᾯᾲᾼᾴᾶᾷᾼῂῌῄῆῇῌῒΐῖῗῢΰῤῦῧῲῼῴῶῷῼﬀﬁﬂﬃﬄﬅﬆﬓﬔﬕﬖﬗ"
+
+
 def _initcap(c: Compiler, node: exp.Initcap) -> pl.Expr:
-    # Spark lower-cases, then upper-cases the first letter after each space (only ' ' separates words)
+    # Spark lower-cases, then title-cases the first letter after each space (only ' ' separates words)
     words = _arg(c, node).str.to_lowercase().str.split(" ")
-    capital = pl.element().str.slice(0, 1).str.to_uppercase() + pl.element().str.slice(1)
-    return words.list.eval(capital).list.join(" ")
+    first = pl.element().str.slice(0, 1)
+    special = list(_TITLE_FROM)
+    title = (
+        pl.when(first.is_in(special)).then(first.replace(special, list(_TITLE_TO))).otherwise(first.str.to_uppercase())
+    )
+    return words.list.eval(title + pl.element().str.slice(1)).list.join(" ")
 
 
 def _repeat(c: Compiler, node: exp.Repeat) -> pl.Expr:
@@ -247,6 +260,7 @@ NODES: dict[type[exp.Expression], Handler] = {
     **substrings.NODES,
     **phonetic.NODES,
     **formatting.NODES,
+    **rowwise.NODES,
 }
 NAMES: dict[str, Handler] = {
     "BTRIM": _btrim,
@@ -256,10 +270,11 @@ NAMES: dict[str, Handler] = {
     **phonetic.NAMES,
     **urls.NAMES,
     **formatting.NAMES,
+    **rowwise.NAMES,
 }
 SUPPORTED = ("BASE64", "BIT_LENGTH", "BTRIM", "CHAR", "CHAR_LENGTH", "CHARACTER_LENGTH", "CHR", "CONCAT",
              "CONCAT_WS", "CONTAINS", "ELT", "ENDSWITH", "INITCAP", "LCASE", "LEFT", "LEN", "LENGTH", "LOWER",
              "LPAD", "LTRIM", "MASK", "OCTET_LENGTH", "REPEAT", "REPLACE", "REVERSE", "RIGHT", "RPAD", "RTRIM", "SPACE",
              "STARTSWITH", "TRANSLATE", "TRIM", "UCASE", "UPPER", *substrings.SUPPORTED,
              *phonetic.SUPPORTED, *urls.SUPPORTED,
-             *formatting.SUPPORTED)  # fmt: skip
+             *formatting.SUPPORTED, *rowwise.SUPPORTED)  # fmt: skip

@@ -92,7 +92,10 @@ def _unix_timestamp(c: Compiler, node: exp.StrToUnix) -> pl.Expr:
         stamp = as_timestamp(c, source)
     else:
         stamp = parse_timestamp(cast(c, source, "STRING"), _parse_pattern(c, node, _DEFAULT_PATTERN))
-    return stamp.dt.epoch("us") // 1_000_000
+    # Spark divides the microseconds with Java's '/', which truncates toward zero: 23:59:59.5 on the
+    # last day before the epoch is second 0 (UNIX_SECONDS and CAST floor it to -1)
+    micros = stamp.dt.epoch("us")
+    return pl.when(micros < 0).then(-((-micros) // 1_000_000)).otherwise(micros // 1_000_000)
 
 
 def _from_unixtime(c: Compiler, node: exp.UnixToStr) -> pl.Expr:

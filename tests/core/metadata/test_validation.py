@@ -259,9 +259,9 @@ CASES: list[tuple[str, Callable[[Doc], None], str, str]] = [
     ),
     (
         "sql-unknown-function",
-        setv("dataflows[1].transform", {"additional_columns": [{"column": "h", "expression": "md5(name)"}]}),
+        setv("dataflows[1].transform", {"additional_columns": [{"column": "h", "expression": "sentences(name)"}]}),
         "dataflows[1].transform.additional_columns[0].expression",
-        "SQL function or construct 'MD5' is not supported",
+        "SQL function or construct 'SENTENCES' is not supported",
     ),
     (
         "sql-partition-expression",

@@ -89,14 +89,14 @@ def test_now_is_the_batch_instant() -> None:
         ("DROP TABLE x", "is a statement"),
         ("a IN (SELECT b FROM t)", "contains a subquery"),
         ("(SELECT max(a) FROM other)", "is a statement"),
-        ("md5(s)", "'MD5' is not supported"),
+        ("sentences(s)", "'SENTENCES' is not supported"),
         ("frobnicate(a)", "'FROBNICATE' is not supported"),
         ("a >", "does not parse"),
         ("", "is empty"),
         ("CAST(a AS lnog)", "does not parse"),
         ("missing_col + 1", "column 'missing_col' in .* does not exist"),
     ],
-    ids=["statements", "drop", "subquery", "select", "md5", "unknown", "syntax", "empty", "bad-type", "column"],
+    ids=["statements", "drop", "subquery", "select", "sentences", "unknown", "syntax", "empty", "bad-type", "column"],
 )
 def test_rejected(sql: str, match: str) -> None:
     with pytest.raises(SqlExpressionError, match=match):
@@ -105,7 +105,7 @@ def test_rejected(sql: str, match: str) -> None:
 
 def test_error_is_a_value_error_for_model_validators() -> None:
     with pytest.raises(ValueError, match="not supported"):
-        compile_expression("md5(a)")
+        compile_expression("sentences(a)")
 
 
 def test_without_schema_names_are_kept_as_written() -> None:

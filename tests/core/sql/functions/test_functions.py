@@ -136,7 +136,8 @@ def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
 @pytest.mark.parametrize(
     ("sql", "match"),
     [
-        ("md5(x)", r"'MD5' is not supported .*docs/sql-functions\.md"),
+        ("sentences(x)", r"'SENTENCES' is not supported .*docs/sql-functions\.md"),
+        ("md5(x)", r"MD5 takes a STRING \(Spark reads it as BINARY\), got Int64"),
         ("initcapp(x)", r"did you mean INITCAP"),
         ("regexp_replace('a', '(?<=a)b', 'c')", r"regex '\(\?<=a\)b' is not supported"),
         ("regexp_replace('a', 'x*', 'c')", r"can match the empty string"),
@@ -150,7 +151,8 @@ def test_more_families(sql: str, value: Any, dtype: pl.DataType) -> None:
         ("format_string('%.2f', 1.5D)", r"only %s, %S, %d, %% and %n are supported"),
     ],
     ids=[
-        "md5",
+        "sentences",
+        "md5-of-a-number",
         "did-you-mean",
         "lookbehind",
         "empty-match",
@@ -174,3 +176,105 @@ def test_type_follows_the_argument_only_with_a_schema() -> None:
     compile_expression("round(x, -1)")
     frame = pl.DataFrame({"x": [15, 25]}, schema={"x": pl.Int64})
     assert frame.select(compile_expression("round(x, -1)", schema=frame.schema))["x"].to_list() == [20, 30]
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        # java.time refuses 24:00 and a leap second; chrono reads them and Polars rolls over a day
+        ("to_timestamp('2024-02-29 24:00:00')", None),
+        ("CAST('2024-02-29 23:59:60' AS TIMESTAMP)", None),
+        ("to_timestamp('2024-02-29 23:59:60', 'yyyy-MM-dd HH:mm:ss')", None),
+        ("hour('2024-02-29 24:00:00')", None),
+        ("unix_timestamp('2024-02-29 23:59:60')", None),
+        ("date_format('2024-02-29 24:00:00', 'yyyy')", None),
+        ("CAST('2024-02-29 23:59:59' AS TIMESTAMP)", datetime(2024, 2, 29, 23, 59, 59, tzinfo=UTC)),
+        # the double's shortest text, rounded HALF_UP
+        ("CAST(1.005D AS DECIMAL(10,2))", Decimal("1.01")),
+        ("CAST(9.995D AS DECIMAL(10,2))", Decimal("10.00")),
+        ("CAST(-2.675D AS DECIMAL(10,2))", Decimal("-2.68")),
+        ("CAST(0.25D AS DECIMAL(38,2))", Decimal("0.25")),
+        ("CAST(CAST(1.005 AS FLOAT) AS DECIMAL(10,2))", Decimal("1.00")),
+        ("CAST('1.0049999999999999999999' AS DECIMAL(10,2))", Decimal("1.00")),
+        ("CAST('99999999.9995' AS DECIMAL(10,3))", None),
+        # Java's '/' truncates toward zero
+        ("unix_timestamp(TIMESTAMP'1969-12-31 23:59:59.5')", 0),
+        ("from_unixtime(unix_timestamp(TIMESTAMP'1969-12-31 23:59:59.5'))", "1970-01-01 00:00:00"),
+        ("unix_seconds(TIMESTAMP'1969-12-31 23:59:59.5')", -1),
+        # Character.toTitleCase: one code point to one
+        ("initcap('ß straße')", "ß Straße"),
+        ("initcap('ǆemal')", "ǅemal"),
+        ("initcap('İstanbul')", "I\u0307stanbul"),
+    ],
+)
+def test_invalid_times_decimal_ties_pre_epoch_fractions_and_title_case_as_spark(sql: str, value: Any) -> None:
+    assert evaluate(sql)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("md5('abc')", "900150983cd24fb0d6963f7d28e17f72"),
+        ("sha1('abc')", "a9993e364706816aba3e25717850c26c9cd0d89d"),
+        ("sha2('abc', 224)", "23097d223405d8228642a477bda255b32aadbce4bda0b3f7e36c9da7"),
+        ("sha2('abc', 100)", None),
+        ("crc32('abc')", 891568578),
+        ("hash('abc')", 1322437556),
+        ("hash(1L)", -1712319331),
+        ("hash(-0.0D)", -1670924195),
+        ("hash('abc', 1, NULL)", 945627151),
+        ("hash(NULL)", 42),
+        ("xxhash64('abc')", 1423657621850124518),
+        ("xxhash64(1L, 'x')", 6158280145716684778),
+    ],
+)
+def test_digests_and_spark_hashes_as_spark(sql: str, value: Any) -> None:
+    assert evaluate(sql)[0] == value
+
+
+def test_split_index_size_and_contains_as_spark() -> None:
+    frame = pl.DataFrame({"code": ["a,b,,c", "", None], "k": [-1, 0, 2]})
+
+    def column(sql: str) -> list[Any]:
+        return frame.select(compile_expression(sql, schema=frame.schema).alias("r"))["r"].to_list()
+
+    assert column("split(code, ',')") == [["a", "b", "", "c"], [""], None]
+    assert column("split(code, ',')[1]") == ["b", None, None]
+    assert column("element_at(split(code, ','), -1)") == ["c", "", None]
+    assert column("element_at(split(code, ','), k)") == ["c", None, None]  # 0 from a column: NULL
+    assert column("size(split(code, ','))") == [4, 1, -1]
+    assert column("array_size(split(code, ','))") == [4, 1, None]
+    assert column("array_contains(split(code, ','), 'b')") == [True, False, None]
+    assert column("array_contains(array(1, NULL), k)") == [None, None, None]
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("split(s, '[,;]')", "only a fixed delimiter is supported"),
+        ("split(s, ',', 2)", "positive limit"),
+        ("element_at(split(s, ','), 0)", "index 0 is invalid"),
+        ("size(s)", "SIZE takes an ARRAY"),
+    ],
+)
+def test_array_forms_refused_at_load(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema={"s": pl.String()})
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("levenshtein('kitten', 'sitting')", 3),
+        ("levenshtein('kitten', 'sitting', 2)", -1),
+        ("format_number(1234567.891D, 2)", "1,234,567.89"),
+        ("format_number(1.005D, 2)", "1.00"),
+        ("format_number(0.125D, 2)", "0.12"),
+        ("format_number(-0.5D, 0)", "-0"),
+        ("format_number(12345, 0)", "12,345"),
+        ("format_number(1.5D, -1)", None),
+        ("date_format(TIMESTAMP'2024-02-09 01:02:03', 'D DDD')", "40 040"),
+    ],
+)
+def test_levenshtein_format_number_and_day_of_year_as_spark(sql: str, value: Any) -> None:
+    assert evaluate(sql)[0] == value

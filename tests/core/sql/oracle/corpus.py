@@ -193,8 +193,105 @@ def probe_finding_cases() -> Iterator[Case]:
         yield Case(f"CAST(CONCAT({prefix}, CAST(ts AS STRING)) AS {kind})", origin="zero-padded year")
 
 
+def _clock_texts() -> Iterator[str]:
+    """Timestamp texts at each calendar and clock field's last valid value and the one past it."""
+    for year, month, day in itertools.product((2023, 2024), (2, 4, 12, 13), (28, 29, 30, 31, 32)):
+        yield f"'{year}-{month:02d}-{day:02d} 12:00:00'"
+    for hour, minute, second in itertools.product((0, 23, 24), (0, 59, 60), (0, 59, 60, 61)):
+        yield f"'2024-02-29 {hour:02d}:{minute:02d}:{second:02d}'"
+    # not '7:5:9' with 'HH': Spark raises (its legacy parser would read it), a documented difference
+    yield from ("'2024-02-29 24:00'", "'2024-02-29T24:00:00Z'", "'2024-12-31 23:59:60.5'")
+
+
+CLOCK_CONSUMERS = ("CAST({} AS TIMESTAMP)", "CAST({} AS TIMESTAMP_NTZ)", "CAST({} AS DATE)", "TO_TIMESTAMP({})",
+                   "TO_TIMESTAMP({}, 'yyyy-MM-dd HH:mm:ss')", "TO_TIMESTAMP({}, 'yyyy-MM-dd H:m:s')",
+                   "TO_DATE({}, 'yyyy-MM-dd HH:mm:ss')", "DATE_FORMAT({}, 'yyyy-MM-dd HH:mm:ss')", "HOUR({})",
+                   "MINUTE({})", "SECOND({})", "UNIX_TIMESTAMP({})", "UNIX_TIMESTAMP({}, 'yyyy-MM-dd HH:mm:ss')",
+                   "TO_UNIX_TIMESTAMP({})", "DAYOFMONTH({})")  # fmt: skip
+
+
+def calendar_clock_cases() -> Iterator[Case]:
+    """Invalid calendar and clock values (Feb 30, 24:00, 23:59:60) in every function that reads a time text."""
+    for text, consumer in itertools.product(_clock_texts(), CLOCK_CONSUMERS):
+        yield Case(consumer.format(text), origin="calendar and clock bounds")
+
+
+def _pre_epoch_instants() -> Iterator[str]:
+    """Instants a fraction of a second on either side of a whole second, before and after 1970."""
+    for second, fraction in itertools.product(("1969-12-31 23:59:59", "1969-12-31 23:59:58", "1900-06-15 08:00:00",
+                                                "1970-01-01 00:00:00", "2024-02-29 12:00:00"),
+                                              ("", ".5", ".000001", ".999999")):  # fmt: skip
+        yield f"TIMESTAMP'{second}{fraction}'"
+
+
+EPOCH_CONSUMERS = ("UNIX_TIMESTAMP({})", "TO_UNIX_TIMESTAMP({})", "UNIX_SECONDS({})", "UNIX_MILLIS({})",
+                   "UNIX_MICROS({})", "CAST({} AS BIGINT)", "CAST({} AS INT)", "CAST({} AS DOUBLE)",
+                   "CAST({} AS DECIMAL(20,6))", "FROM_UNIXTIME(UNIX_TIMESTAMP({}))",
+                   "UNIX_TIMESTAMP(DATE_FORMAT({}, 'yyyy-MM-dd HH:mm:ss.SSSSSS'), 'yyyy-MM-dd HH:mm:ss.SSSSSS')",
+                   "DATE_FORMAT({}, 'yyyy-MM-dd HH:mm:ss')", "SECOND({})")  # fmt: skip
+FRACTIONAL_SECONDS = ("-0.5", "-1.5", "-0.000001", "-1.999999", "0.5", "-86400.25", "-2208988800.5")
+
+
+def pre_epoch_fraction_cases() -> Iterator[Case]:
+    """Fractional instants before the epoch, where flooring and truncating a division differ."""
+    for instant, consumer in itertools.product(_pre_epoch_instants(), EPOCH_CONSUMERS):
+        yield Case(consumer.format(instant), origin="fractional pre-epoch instant")
+    for seconds, form in itertools.product(FRACTIONAL_SECONDS, ("{}D", "{}", "CAST({} AS FLOAT)")):
+        value = form.format(seconds)
+        yield Case(f"FROM_UNIXTIME({value})", origin="fractional pre-epoch seconds")
+        yield Case(f"TIMESTAMP_SECONDS({value})", origin="fractional pre-epoch seconds")
+        yield Case(f"CAST({value} AS TIMESTAMP)", origin="fractional pre-epoch seconds")
+
+
+def _decimal_ties() -> Iterator[str]:
+    """Decimal texts exactly halfway between two values of scale 0-3, whose double is just below or above."""
+    for scale, lead in itertools.product(range(4), ("0", "1", "2", "9", "99999999", "-2", "-9")):
+        for last in ("0", "1", "2", "4", "6", "7", "9"):
+            whole, fraction = (lead, last * scale + "5") if scale else (lead + last, "5")
+            yield f"{whole}.{fraction}"
+    yield from ("0.125", "2.675", "1.005", "9.995", "1.0049999999999999", "0.00015", "1.5e-7", "-0.0005")
+
+
+DECIMAL_TARGETS = ("DECIMAL(10,0)", "DECIMAL(10,1)", "DECIMAL(10,2)", "DECIMAL(10,3)", "DECIMAL(12,7)",
+                   "DECIMAL(38,2)", "DECIMAL(3,2)")  # fmt: skip
+
+
+def decimal_tie_cases() -> Iterator[Case]:
+    """Doubles, floats and texts at decimal ties, into every decimal scale and through ROUND/BROUND."""
+    for tie in _decimal_ties():
+        for form, target in itertools.product((f"{tie}D", f"CAST({tie} AS FLOAT)", f"'{tie}'"), DECIMAL_TARGETS):
+            yield Case(f"CAST({form} AS {target})", origin="decimal tie cast")
+        for scale in range(4):
+            yield Case(f"ROUND({tie}D, {scale})", origin="decimal tie round")
+            yield Case(f"BROUND({tie}D, {scale})", origin="decimal tie round")
+
+
+def _special_case_letters() -> str:
+    """Letters whose case mapping is not one-to-one: full mappings of several code points, title-case
+    letters apart from upper case, dotted and dotless i, final sigma (from the Unicode data)."""
+    found = []
+    for code in itertools.chain(range(0x80, 0x590), range(0x10A0, 0x1100), range(0x1E00, 0x2000),
+                                range(0xFB00, 0xFB18)):  # fmt: skip
+        letter = chr(code)
+        if letter.isalpha() and (
+            len(letter.upper()) > 1 or len(letter.lower()) > 1 or letter.title() != letter.upper()
+        ):
+            found.append(letter)
+    return "".join(found)
+
+
+def case_mapping_cases() -> Iterator[Case]:
+    """Every special-case letter at a word's start, inside it and alone, through the case functions."""
+    letters = _special_case_letters() + "İıΣσς"
+    texts = [f"'{letter}x {letter}{letter} a{letter}'" for letter in letters]
+    texts += ["'ΣΑΣ ΑΣ'", "'İstanbul'", "'ǅemal ǈjubljana'", "'straße STRASSE'", "'ﬁx ﬂow'"]
+    for text, function in itertools.product(texts, ("INITCAP", "UPPER", "LOWER")):
+        yield Case(f"{function}({text})", origin=f"non-ASCII case mapping {function}")
+
+
 GENERATORS = (arithmetic_cases, comparison_cases, logic_cases, predicate_cases, conditional_cases, cast_cases,
-              concat_cases, date_arithmetic_cases, zero_sign_cases, probe_finding_cases)  # fmt: skip
+              concat_cases, date_arithmetic_cases, zero_sign_cases, probe_finding_cases, calendar_clock_cases,
+              pre_epoch_fraction_cases, decimal_tie_cases, case_mapping_cases)  # fmt: skip
 
 
 def operator_cases() -> Iterator[Case]:

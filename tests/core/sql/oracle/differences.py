@@ -70,9 +70,14 @@ DIFFERENCES["runtime-errors"] = (
     "failing a load mid-write",
 )
 
-REFUSALS = ("must be a literal", "integer literal")
+REFUSALS = ("must be a literal", "integer literal", "only a fixed delimiter is supported",
+            "SPLIT with a positive limit is not supported", "ELEMENT_AT index 0 is invalid",
+            "with a DecimalFormat pattern", "SLICE start must be a non-zero integer", "ARRAY_JOIN of",
+            "ARRAY_DISTINCT of a DOUBLE/FLOAT array", "follows Spark's ANSI type coercion, which is not supported")  # fmt: skip
 """Errors that refuse a form Spark accepts on purpose (docs/sql-functions.md): an argument that must
-be a literal (a pattern, a length, a format) so the expression stays one native Polars expression."""
+be a literal (a pattern, a length, a format) so the expression stays one native Polars expression;
+a SPLIT by a regular expression or with a positive limit; an ELEMENT_AT index 0, which makes Spark stop
+the query on every non-NULL array; a FORMAT_NUMBER pattern."""
 
 
 def refused(error: str) -> bool:
@@ -86,3 +91,20 @@ def deliberate(sql: str) -> str | None:
         if applies(sql):
             return reason
     return None
+
+
+ANSI_DIFFERENCES: dict[str, tuple[Callable[[str], bool], str]] = {
+    "decimal-pmod": (
+        lambda sql: "PMOD(" in sql.upper() and any(ch in sql for ch in ".m"),
+        "with ANSI on, Spark 3.5's PMOD of a DECIMAL raises NUMERIC_VALUE_OUT_OF_RANGE for values that fit "
+        "(an intermediate of its own); we give the remainder",
+    ),
+}
+
+
+def deliberate_in_ansi(sql: str) -> str | None:
+    """The reason ``sql`` is a deliberate difference in ANSI mode, or ``None``."""
+    for applies, reason in ANSI_DIFFERENCES.values():
+        if applies(sql):
+            return reason
+    return deliberate(sql)

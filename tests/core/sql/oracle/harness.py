@@ -26,6 +26,7 @@ Stable API (the ``sqlfn`` helper and the corpus build on it)::
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -35,8 +36,9 @@ from typing import Any
 import polars as pl
 
 from datacoolie_core.sql import SqlExpressionError, compile_expression
+from datacoolie_core.sql.ansi import SparkAnsiError
 from tests.core.sql.oracle import table
-from tests.core.sql.oracle.differences import deliberate, refused
+from tests.core.sql.oracle.differences import deliberate, deliberate_in_ansi, refused
 
 UNREPRESENTABLE = "Spark's result is outside Python's date range"
 BATCH = 250
@@ -65,6 +67,8 @@ def polars_dtype(spark_type: Any) -> pl.DataType:
     name = spark_type if isinstance(spark_type, str) else spark_type.simpleString()
     if name in _SIMPLE:
         return _SIMPLE[name]
+    if name.startswith("array<") and name.endswith(">"):
+        return pl.List(polars_dtype(name[len("array<") : -1]))
     if name.startswith("decimal("):
         precision, scale = name[len("decimal(") : -1].split(",")
         return pl.Decimal(int(precision), int(scale))
@@ -87,6 +91,8 @@ class Outcome:
     values: tuple[Any, ...] = ()
     error: str | None = None
     rejected: bool = False
+    error_class: str | None = None
+    """Spark's error class of a run-time error (``DIVIDE_BY_ZERO``), on either side."""
 
 
 @dataclass
@@ -106,19 +112,29 @@ class Report:
         return "\n".join([head, *(line[:400] for line in self.mismatches[:limit])])
 
 
-def check(spark: Any, cases: Iterable[Case]) -> Report:
-    """Evaluate ``cases`` in Spark and in Polars and compare them (duplicates by SQL are dropped)."""
+def check(spark: Any, cases: Iterable[Case], *, ansi: bool = False) -> Report:
+    """Evaluate ``cases`` in Spark and in Polars and compare them (duplicates by SQL are dropped).
+
+    ``ansi``: both sides in ANSI mode (``spark.sql.ansi.enabled``); a row Spark raises on must raise
+    the same error class here.
+    """
     unique = list({case.sql: case for case in cases}.values())
     report = Report(cases=len(unique))
-    compared = [case for case in unique if deliberate(case.sql) is None]
+    differs = deliberate_in_ansi if ansi else deliberate
+    compared = [case for case in unique if differs(case.sql) is None]
     report.deliberate = len(unique) - len(compared)
     frame = table.polars_frame(polars_dtype)
-    ours = {case.sql: evaluate_polars(frame, case.sql) for case in compared}
+    ours = {case.sql: evaluate_polars(frame, case.sql, ansi=ansi) for case in compared}
     # what we reject, Spark's analyzer likely rejects too: analyze those one by one, batch the rest
     accepted = [case.sql for case in compared if not ours[case.sql].rejected]
     rejected = [case.sql for case in compared if ours[case.sql].rejected]
-    theirs = dict(zip(accepted, evaluate_spark(spark, accepted), strict=True))
-    theirs.update(zip(rejected, evaluate_spark(spark, rejected, likely_rejected=True), strict=True))
+    saved = spark.conf.get(_ANSI)
+    spark.conf.set(_ANSI, str(ansi).lower())
+    try:
+        theirs = dict(zip(accepted, evaluate_spark(spark, accepted), strict=True))
+        theirs.update(zip(rejected, evaluate_spark(spark, rejected, likely_rejected=True), strict=True))
+    finally:
+        spark.conf.set(_ANSI, saved)
     for case in compared:
         expected = theirs[case.sql]
         if expected.error is not None and expected.error.startswith(UNREPRESENTABLE):
@@ -217,14 +233,25 @@ def _rejected_by_analyzer(frame: Any, expressions: list[str], offset: int) -> di
     return {}
 
 
+_ANSI = "spark.sql.ansi.enabled"
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z_]+)(?:\.[A-Z_]+)*\]")
+_ANALYSIS_ERRORS = ("AnalysisException", "ParseException")
+
+
 def _failed(error: Exception) -> Outcome:
-    return Outcome(error=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")
+    # a run-time error (not the analyzer's) starts with its class: "[DIVIDE_BY_ZERO] Division by zero."
+    runtime = type(error).__name__ not in _ANALYSIS_ERRORS
+    found = _ERROR_CLASS.search(str(error)) if runtime else None
+    return Outcome(
+        error=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}",
+        error_class=found.group(1) if found else None,
+    )
 
 
-def evaluate_polars(frame: pl.DataFrame, sql: str) -> Outcome:
+def evaluate_polars(frame: pl.DataFrame, sql: str, *, ansi: bool = False) -> Outcome:
     """Our outcome: compile against the frame's schema and evaluate on every row."""
     try:
-        expression = compile_expression(sql, schema=frame.schema, now=datetime(2026, 5, 9, tzinfo=UTC))
+        expression = compile_expression(sql, schema=frame.schema, now=datetime(2026, 5, 9, tzinfo=UTC), ansi=ansi)
     except SqlExpressionError as e:
         return Outcome(error=str(e), rejected=True)
     except Exception as e:  # a raw crash is a finding, reported as a mismatch
@@ -234,6 +261,8 @@ def evaluate_polars(frame: pl.DataFrame, sql: str) -> Outcome:
         values = tuple(_from_polars(v) for v in column.to_list())
     except (KeyboardInterrupt, SystemExit):
         raise
+    except SparkAnsiError as e:
+        return Outcome(error=str(e).splitlines()[0][:300], error_class=e.error_class)
     except BaseException as e:  # Polars panics are BaseExceptions (pyo3's PanicException)
         return Outcome(error=f"evaluation crashed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
     return Outcome(dtype=column.dtype, values=values)
@@ -242,8 +271,16 @@ def evaluate_polars(frame: pl.DataFrame, sql: str) -> Outcome:
 def compare(spark: Outcome, ours: Outcome) -> str | None:
     """Why our outcome differs from Spark's, or ``None`` when they agree."""
     if spark.error is not None:
-        return None if ours.rejected else f"Spark raises ({spark.error}) but we {ours.error or 'evaluate it'}"
+        if spark.error_class is not None and spark.error_class == ours.error_class:
+            return None  # ANSI mode: the same run-time error class
+        return (
+            None
+            if ours.rejected
+            else f"Spark raises ({spark.error_class or spark.error}) but we {ours.error or 'evaluate it'}"
+        )
     if ours.error is not None:
+        if ours.error_class is not None:
+            return f"we raise {ours.error} where Spark gives {list(spark.values)}"
         if ours.rejected and refused(ours.error):
             return None  # a documented limit (an argument must be a literal): refused at load, never wrong
         return f"we fail: {ours.error}"
@@ -258,6 +295,8 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
 def _same(mine: Any, theirs: Any) -> bool:
     if mine is None or theirs is None:
         return mine is None and theirs is None
+    if isinstance(theirs, list) and isinstance(mine, list):  # an ARRAY: element by element
+        return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs, strict=True))
     if isinstance(theirs, float) and isinstance(mine, float):
         if math.isnan(theirs) or math.isnan(mine):
             return math.isnan(theirs) and math.isnan(mine)
@@ -269,12 +308,16 @@ def _same(mine: Any, theirs: Any) -> bool:
 
 def _from_spark(value: Any, dtype: pl.DataType) -> Any:
     # PySpark hands TIMESTAMP back as a naive local time; the oracle process runs in UTC
+    if isinstance(value, list):
+        return [_from_spark(item, dtype) for item in value]
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
 def _from_polars(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_polars(item) for item in value]
     if isinstance(value, datetime) and value.tzinfo is not None:
         return value.astimezone(UTC).replace(tzinfo=None)
     return value

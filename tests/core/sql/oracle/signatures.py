@@ -79,9 +79,36 @@ SIGNATURES: dict[str, str] = {
     "TO_UTC_TIMESTAMP": "ts,''America/New_York''", "CONVERT_TIMEZONE": "''UTC'',''Asia/Tokyo'',ts",
     "TIMESTAMPADD": "TIMESTAMPADD", "TIMESTAMPDIFF": "TIMESTAMPDIFF", "CURRENT_DATE": "", "CURDATE": "",
     "CURRENT_TIMESTAMP": "", "NOW": "", "LOCALTIMESTAMP": "", "CURRENT_TIMEZONE": "",
+    "MD5": "str|num", "SHA": "str", "SHA1": "str", "SHA2": "str,'0'/'224'/'256'/'384'/'512'/'1'", "CRC32": "str",
+    "HASH": "any|any,any|num,str,ts", "XXHASH64": "any|any,any|num,str,ts",
+    "SPLIT": "str,''-''/''%''//_", "ARRAY": "any|num,num|str,str", "SIZE": "ARRAYS",
+    "CARDINALITY": "ARRAYS", "ARRAY_SIZE": "ARRAYS", "GET": "ARRAYS", "ARRAY_COMPACT": "ARRAYS",
+    "ARRAY_JOIN": "ARRAYS", "SLICE": "ARRAYS", "ARRAY_MAX": "ARRAYS", "ARRAY_MIN": "ARRAYS",
+    "ARRAY_DISTINCT": "ARRAYS", "ARRAY_POSITION": "ARRAYS", "ARRAY_REMOVE": "ARRAYS", "SORT_ARRAY": "ARRAYS",
+    "LEVENSHTEIN": "str,str|str,str,int", "FORMAT_NUMBER": "num,'0'/'2'/'-1'", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
 }
 # fmt: on
+_LISTS = ("SPLIT(s, '-')", "SPLIT(t, '%')", "ARRAY(i, j, NULL)", "SPLIT(CAST(NULL AS STRING), ',')")
+_ARRAYS = {
+    "SIZE": tuple(f"SIZE({a})" for a in _LISTS),
+    "CARDINALITY": tuple(f"CARDINALITY({a})" for a in _LISTS),
+    "ARRAY_SIZE": tuple(f"ARRAY_SIZE({a})" for a in _LISTS),
+    "GET": tuple(f"GET({a}, {k})" for a in _LISTS for k in ("0", "2", "-1")),
+    "ARRAY_COMPACT": tuple(f"ARRAY_COMPACT({a})" for a in _LISTS),
+    "ARRAY_JOIN": tuple(f"ARRAY_JOIN({a}, ',')" for a in _LISTS),
+    "SLICE": tuple(f"SLICE({a}, {k}, 2)" for a in _LISTS for k in ("1", "-2", "3")),
+    "ARRAY_MAX": tuple(f"ARRAY_MAX({a})" for a in _LISTS),
+    "ARRAY_MIN": tuple(f"ARRAY_MIN({a})" for a in _LISTS),
+    "ARRAY_DISTINCT": tuple(f"ARRAY_DISTINCT({a})" for a in _LISTS),
+    "ARRAY_POSITION": tuple(f"ARRAY_POSITION({a}, {v})" for a in _LISTS for v in ("'1'", "1")),
+    "ARRAY_REMOVE": tuple(f"ARRAY_REMOVE({a}, {v})" for a in _LISTS for v in ("'1'", "1")),
+    "SORT_ARRAY": tuple(f"SORT_ARRAY({a}, {o})" for a in _LISTS for o in ("true", "false")),
+    "ELEMENT_AT": tuple(f"ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("1", "-1", "3", "-9", "NULL")),
+    "TRY_ELEMENT_AT": tuple(f"TRY_ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("2", "-2", "9")),
+    "ARRAY_CONTAINS": tuple(f"ARRAY_CONTAINS({a}, {v})" for a in _LISTS[:3] for v in ("'1'", "s", "i", "1")),
+}
 SPECIAL: dict[str, tuple[str, ...]] = {
+    **_ARRAYS,
     "EXTRACT": tuple(
         f"EXTRACT({unit} FROM {v})" for unit in ("YEAR", "MONTH", "DAY", "HOUR", "DOW") for v in ("dt", "ts", "tn")
     ),

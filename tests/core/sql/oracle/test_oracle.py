@@ -24,6 +24,14 @@ def test_operators_and_constructs_match_spark(spark: Any) -> None:
     assert not report.mismatches, report.summary()
 
 
+def test_casts_and_arithmetic_match_spark_in_ansi_mode(spark: Any) -> None:
+    # spark.sql.ansi.enabled on both sides: a row Spark raises on raises the same error class here
+    cases = [*corpus.cast_cases(), *corpus.arithmetic_cases()]
+    report = check(spark, cases, ansi=True)
+    assert report.raised > 1000
+    assert not report.mismatches, report.summary()
+
+
 def generated_trees(count: int = TREES) -> list[str]:
     """``count`` random well-typed trees, the same on every run (derandomized hypothesis)."""
     collected: list[str] = []

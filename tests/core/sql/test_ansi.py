@@ -1,0 +1,117 @@
+"""ANSI mode (``spark.sql.ansi.enabled``): casts and arithmetic raise Spark's error class, loads stop unwritten.
+
+The values and error classes below were observed in Spark 3.5.8 with ANSI on; the oracle runs the
+generated cast and arithmetic corpus in both modes (tests/core/sql/oracle/test_oracle.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from datacoolie_core.orchestration.driver import DataCoolieDriver
+from datacoolie_core.sql import SqlExpressionError, compile_expression
+from datacoolie_core.sql.ansi import SparkAnsiError
+from tests.core.orchestration.driver_support import Lake
+
+FRAME = pl.DataFrame(
+    {"s": ["1", "abc", None], "i": [1, 0, None], "l": [2**62, 1, None]},
+    schema={"s": pl.String, "i": pl.Int32, "l": pl.Int64},
+)
+
+
+def evaluate(sql: str, *, ansi: bool) -> list[Any]:
+    return FRAME.select(compile_expression(sql, schema=FRAME.schema, ansi=ansi).alias("r"))["r"].to_list()
+
+
+@pytest.mark.parametrize(
+    ("sql", "error_class", "value"),
+    [
+        ("CAST(s AS INT)", "CAST_INVALID_INPUT", "'abc'"),
+        ("CAST('1.5' AS INT)", "CAST_INVALID_INPUT", "'1.5'"),
+        ("CAST(l AS INT)", "CAST_OVERFLOW", "4611686018427387904"),
+        ("CAST(25.5D AS DECIMAL(2,1))", "NUMERIC_VALUE_OUT_OF_RANGE", "25.5"),
+        ("10 / i", "DIVIDE_BY_ZERO", "Division by zero"),
+        ("10 % i", "DIVIDE_BY_ZERO", "Division by zero"),
+        ("l * 4", "ARITHMETIC_OVERFLOW", "18446744073709551616"),
+        ("-CAST(-2147483648 AS INT)", "ARITHMETIC_OVERFLOW", "-2147483648"),
+    ],
+)
+def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class: str, value: str) -> None:
+    with pytest.raises(SparkAnsiError, match=rf"^\[{error_class}\] .*{value}") as raised:
+        evaluate(sql, ansi=True)
+    assert raised.value.error_class == error_class
+    assert "spark.sql.ansi.enabled" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "ansi_off"),
+    [
+        ("CAST(s AS INT)", [1, None, None]),
+        ("10 / i", [10.0, None, None]),
+        ("l * 4", [0, 4, None]),
+    ],
+)
+def test_ansi_off_keeps_null_and_wrap(sql: str, ansi_off: list[Any]) -> None:
+    assert evaluate(sql, ansi=False) == ansi_off
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("TRY_CAST(s AS INT)", [1, None, None]),
+        ("try_divide(10, i)", [10.0, None, None]),
+        ("try_multiply(l, 4)", [None, 4, None]),
+        ("CAST(s AS INT) IS NULL OR i > 5", None),
+    ],
+)
+def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None) -> None:
+    if value is None:  # the cast inside still raises: only TRY_ forms tolerate
+        with pytest.raises(SparkAnsiError):
+            evaluate(sql, ansi=True)
+    else:
+        assert evaluate(sql, ansi=True) == value
+
+
+@pytest.mark.parametrize(
+    "sql", ["CAST(DATE'2024-01-01' AS INT)", "CAST(true AS TIMESTAMP)", "s + 1"], ids=["date", "bool", "string"]
+)
+def test_casts_spark_refuses_in_ansi_mode_are_refused_at_load(sql: str) -> None:
+    compile_expression(sql, schema=FRAME.schema)  # fine with ANSI off
+    with pytest.raises(SqlExpressionError, match=r"spark\.sql\.ansi\.enabled"):
+        compile_expression(sql, schema=FRAME.schema, ansi=True)
+
+
+def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    transform = {"additional_columns": [{"column": "per_unit", "expression": "CAST(amount AS INT) DIV (order_id - 2)"}]}
+    lake.add("strict", transform=transform, configure={"spark.sql.ansi.enabled": "true"})
+    lake.add("lenient", transform=transform)
+    lake.write()
+
+    with DataCoolieDriver(metadata_base_path=lake.metadata_path, log_base_path=lake.logs) as driver:
+        runtimes = {r.dataflow_name: r for r in driver.run().runtimes}
+
+    strict = runtimes["strict"]
+    assert isinstance(strict.exception, SparkAnsiError)
+    assert "[DIVIDE_BY_ZERO]" in (strict.error_message or "")
+    assert not lake.has_table("strict")
+    assert runtimes["lenient"].exception is None
+    assert lake.table("lenient")["per_unit"].to_list() == [-10, None, 30]
+
+
+def test_the_setting_is_read_from_the_dataflow_then_its_connections(tmp_path: Path) -> None:
+    from datacoolie_core.sql.ansi import enabled_for
+
+    lake = Lake(tmp_path)
+    lake.connections[1]["configure"] |= {"spark.sql.ansi.enabled": True}  # the destination connection
+    lake.add("by_connection").add("overridden", configure={"spark.sql.ansi.enabled": "false"}).write()
+    with DataCoolieDriver(metadata_base_path=lake.metadata_path) as driver:
+        flows = {flow.name: flow for flow in driver.load_dataflows()}
+
+    assert enabled_for(flows["by_connection"]) is True
+    assert enabled_for(flows["overridden"]) is False
+    assert enabled_for(object()) is False
