@@ -60,10 +60,16 @@ def _self_reads(dataflows: Sequence[tuple[int, DataFlow]], tables: dict[str, str
             )
 
 
-def _cycles(dataflows: Sequence[tuple[int, DataFlow]], tables: dict[str, str]) -> Iterator[LineageProblem]:
+def _writers(dataflows: Sequence[tuple[int, DataFlow]]) -> dict[str, list[tuple[int, DataFlow]]]:
+    """The dataflows writing each destination table, by table key."""
     writers: dict[str, list[tuple[int, DataFlow]]] = {}
     for index, dataflow in dataflows:
         writers.setdefault(_key(dataflow), []).append((index, dataflow))
+    return writers
+
+
+def _cycles(dataflows: Sequence[tuple[int, DataFlow]], tables: dict[str, str]) -> Iterator[LineageProblem]:
+    writers = _writers(dataflows)
     graph = {
         key: {tables[p] for _, d in members for p in _read_paths(d) if p in tables and tables[p] != key}
         for key, members in writers.items()
@@ -81,10 +87,7 @@ def _cycles(dataflows: Sequence[tuple[int, DataFlow]], tables: dict[str, str]) -
 
 
 def _shared_overwrites(dataflows: Sequence[tuple[int, DataFlow]]) -> Iterator[LineageProblem]:
-    writers: dict[str, list[tuple[int, DataFlow]]] = {}
-    for index, dataflow in dataflows:
-        writers.setdefault(_key(dataflow), []).append((index, dataflow))
-    for members in writers.values():
+    for members in _writers(dataflows).values():
         overwriting = [(i, d) for i, d in members if d.destination.load_type == "overwrite"]
         if len(members) < 2 or not overwriting:
             continue

@@ -153,7 +153,8 @@ def _materialize_with_nothing_new(dev: DagsterDev, driver: WebDriver) -> None:
     assert DeltaTable(str(dev.data / BRONZE)).version() == version
     assert pages.metadata_value(driver, constants.DELTA_VERSION, str(version)) == str(version)
     # bronze's data version did not change: silver stays in sync
-    assert _stale(dev, SILVER, list(_rows_per_month(dev))) == ["FRESH"] * len(_rows_per_month(dev))
+    months = list(_rows_per_month(dev))
+    assert _stale(dev, SILVER, months) == ["FRESH"] * len(months)
 
 
 def _backfill_shows_each_partitions_own_counts(dev: DagsterDev, driver: WebDriver) -> None:
