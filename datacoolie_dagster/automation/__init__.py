@@ -1,8 +1,7 @@
 """Automation: what starts runs without a person clicking.
 
-Sensors for new source data (``sensing`` decides at load what is watched; ``observations``,
-``source_changes``, ``partition_sensors`` read the sources), for watermarks moved outside Dagster
-(``watermark_feed``, ``watermark_sensor``) and for downstream tables following upstream
-(``sensors``); cron schedules and their catch-up; retries of failed automated runs
-(``retry_policy`` decides, ``retries`` acts); live-run limits per stage (``limits``).
+Sensors for new source data, for watermarks moved outside Dagster and for downstream tables
+following upstream live in :mod:`.sensing`; cron schedules and their catch-up in ``schedules``;
+retries of failed automated runs (``retry_policy`` decides, ``retries`` acts); live-run limits per
+stage (``limits``).
 """

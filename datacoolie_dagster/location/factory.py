@@ -11,12 +11,16 @@ from typing import Any, ParamSpec, TypeVar
 import dagster as dg
 
 from datacoolie_dagster.automation.limits import build_limits_sensor, pool_for, stage_limits
-from datacoolie_dagster.automation.partition_sensors import build_partition_sensors
 from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
 from datacoolie_dagster.automation.schedules import ScheduleSettings, build_schedules, schedule_settings
-from datacoolie_dagster.automation.sensors import build_automation_sensor, build_source_sensors, follow_upstreams
-from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
-from datacoolie_dagster.automation.watermark_sensor import build_watermark_sensor
+from datacoolie_dagster.automation.sensing.partition_sensors import build_partition_sensors
+from datacoolie_dagster.automation.sensing.sensors import (
+    build_automation_sensor,
+    build_source_sensors,
+    follow_upstreams,
+)
+from datacoolie_dagster.automation.sensing.watermark_feed import FileWatermarkFeed
+from datacoolie_dagster.automation.sensing.watermark_sensor import build_watermark_sensor
 from datacoolie_dagster.constants import STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
 from datacoolie_dagster.location.executors import ExecutorSetting, build_executor

@@ -21,8 +21,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from datacoolie_dagster.automation.sensors import AUTOMATION_SENSOR_NAME, SOURCE_SENSOR_NAME
-from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.automation.sensing.sensors import AUTOMATION_SENSOR_NAME, SOURCE_SENSOR_NAME
+from datacoolie_dagster.automation.sensing.watermark_sensor import WATERMARK_SENSOR_NAME
 from datacoolie_dagster.example import METADATA_PATH
 from tests.dagster.cli_support import BIN
 from tests.dagster.conftest import InstanceSettings

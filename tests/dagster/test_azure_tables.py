@@ -23,7 +23,7 @@ import pytest
 from datacoolie_core import FileProvider
 from datacoolie_core.platform.storage import clear_storage_bindings
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.automation.observations import fingerprint_source
+from datacoolie_dagster.automation.sensing.observations import fingerprint_source
 from datacoolie_dagster.location.tables import source_refs
 from tests.dagster.conftest import key, materialize
 from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, KEY_VAR, NAME_VAR, AzuriteServer, abfss, start_azurite

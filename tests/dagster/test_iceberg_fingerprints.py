@@ -12,8 +12,8 @@ import pytest
 
 from datacoolie_core import FileProvider
 from datacoolie_core.errors import SourceError
-from datacoolie_dagster.automation.observations import fingerprint_source
-from datacoolie_dagster.automation.sensing import has_data, is_sensable
+from datacoolie_dagster.automation.sensing.observations import fingerprint_source
+from datacoolie_dagster.automation.sensing.sensable import has_data, is_sensable
 from datacoolie_dagster.location.tables import source_refs
 from tests.support.iceberg import catalog_configure, seed_catalog, seed_table
 

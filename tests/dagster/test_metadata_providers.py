@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from datacoolie_core.metadata.database_provider import DatabaseProvider
 from datacoolie_core.redaction import clear_secrets
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed
+from datacoolie_dagster.automation.sensing.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.location.snapshot import read_snapshot
 from tests.dagster.conftest import LINEAGE, key, land_lineage, materialize, materialized, write_metadata
 from tests.support.api_server import API_KEY, State, serve

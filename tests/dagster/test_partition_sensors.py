@@ -25,7 +25,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.automation.partition_sensors import (
+from datacoolie_dagster.automation.sensing.partition_sensors import (
     PARTITION_SENSOR_NAME,
     RANGE_END_TAG,
     RANGE_START_TAG,
@@ -33,7 +33,7 @@ from datacoolie_dagster.automation.partition_sensors import (
     partition_keys,
     partitioned_tables,
 )
-from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.automation.sensing.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
 from datacoolie_dagster.location.assets import TableAsset, build_multi_assets
 from datacoolie_dagster.location.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
 from datacoolie_dagster.location.resources import DataCoolieResource

@@ -10,7 +10,7 @@ from deltalake import write_deltalake
 
 from datacoolie_core import FileProvider
 from datacoolie_core.platform.storage import clear_storage_bindings
-from datacoolie_dagster.automation.observations import fingerprint_source
+from datacoolie_dagster.automation.sensing.observations import fingerprint_source
 from datacoolie_dagster.location.tables import source_refs
 from tests.core.object_storage.lake import S3Lake, orders
 from tests.support.s3 import S3Server, s3, s3_server

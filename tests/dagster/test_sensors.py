@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 from deltalake import write_deltalake
 
-from datacoolie_dagster.automation.sensors import (
+from datacoolie_dagster.automation.sensing.sensors import (
     AUTOMATED_TAG,
     SOURCE_SENSOR_NAME,
     TRIGGER_TAG,

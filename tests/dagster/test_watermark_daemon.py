@@ -19,8 +19,8 @@ import dagster as dg
 import pytest
 
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.automation.sensors import AUTOMATION_SENSOR_NAME, TRIGGER_TAG
-from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.automation.sensing.sensors import AUTOMATION_SENSOR_NAME, TRIGGER_TAG
+from datacoolie_dagster.automation.sensing.watermark_sensor import WATERMARK_SENSOR_NAME
 from tests.dagster.cli_support import BIN, REPOSITORY
 from tests.dagster.conftest import InstanceSettings, land, materialize
 from tests.dagster.daemon_support import FINISHED, Daemon, prepare, running, wait_until

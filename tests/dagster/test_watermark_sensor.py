@@ -20,10 +20,10 @@ from dagster._core.utils import make_new_run_id
 
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
-from datacoolie_dagster.automation.partition_sensors import PARTITION_SENSOR_NAME
-from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
-from datacoolie_dagster.automation.watermark_feed import FileWatermarkFeed, windows_between
-from datacoolie_dagster.automation.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.automation.sensing.partition_sensors import PARTITION_SENSOR_NAME
+from datacoolie_dagster.automation.sensing.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.automation.sensing.watermark_feed import FileWatermarkFeed, windows_between
+from datacoolie_dagster.automation.sensing.watermark_sensor import WATERMARK_SENSOR_NAME
 from datacoolie_dagster.constants import RUN_IDS
 from datacoolie_dagster.location.partitions import PartitionsConfig, TablePartitioning, build_partitions_def
 from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData

@@ -2,7 +2,7 @@
 
 **New source data** — :func:`build_source_sensors` builds ONE sensor (``datacoolie_sources``) over
 every destination table that reads an external source (not another dataflow's destination). Each
-evaluation fingerprints those sources cheaply (:mod:`~datacoolie_dagster.automation.observations`) and compares
+evaluation fingerprints those sources cheaply (:mod:`~datacoolie_dagster.automation.sensing.observations`) and compares
 with the fingerprints in its cursor (JSON, per table and dataflow). Every table whose fingerprint
 changed and whose source holds data goes into ONE ``RunRequest`` selecting exactly those tables,
 tagged ``datacoolie/trigger=sensor`` and ``datacoolie/automated=true``. Its ``run_key`` names each
@@ -50,7 +50,7 @@ import dagster as dg
 
 from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
-from datacoolie_dagster.automation.sensing import Fingerprint, has_data, is_sensable, ref_name
+from datacoolie_dagster.automation.sensing.sensable import Fingerprint, has_data, is_sensable, ref_name
 from datacoolie_dagster.constants import AUTOMATED, NAMESPACE, TRIGGER
 from datacoolie_dagster.dagster_internal import DATA_VERSION_TAG
 from datacoolie_dagster.location.assets import TableAsset
@@ -194,7 +194,7 @@ def evaluate_sources(
         SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
     """
     # the fingerprint readers (deltalake, sqlglot, Polars) load with the first evaluation, not with the code location
-    from datacoolie_dagster.automation.observations import fingerprint_source
+    from datacoolie_dagster.automation.sensing.observations import fingerprint_source
 
     previous = parse_cursor(cursor, sensor_name)
     state = {t.name: previous[t.name] for t in sensed if t.name in previous}  # forget unsensed tables

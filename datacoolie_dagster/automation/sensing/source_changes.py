@@ -36,7 +36,7 @@ from datacoolie_core.sources.date_folders import folder_date_of
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import identifier
-from datacoolie_dagster.automation.observations import (
+from datacoolie_dagster.automation.sensing.observations import (
     fetch_rows,
     files_fingerprint,
     jsonable,
@@ -44,7 +44,7 @@ from datacoolie_dagster.automation.observations import (
     source_files,
     source_query,
 )
-from datacoolie_dagster.automation.sensing import ref_name
+from datacoolie_dagster.automation.sensing.sensable import ref_name
 from datacoolie_dagster.location.tables import SourceRef
 
 KeysOf = Callable[[pl.Series], set[str]]

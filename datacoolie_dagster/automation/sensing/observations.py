@@ -15,7 +15,7 @@ reading the data:
   endpoint as a first run reads it (every page up to ``max_pages``, no stored watermark): an API has
   no cheaper "has anything changed" call in general, so this costs one full read per evaluation.
 
-Which sources are sensed is decided at load by :mod:`.sensing` (no reader loaded there).
+Which sources are sensed is decided at load by :mod:`.sensable` (no reader loaded there).
 Function sources, Iceberg queries (and Delta queries whose tables cannot be parsed) have no fingerprint: they are
 not sensed. A source that cannot be read raises :class:`SourceError` naming it.
 """
@@ -43,7 +43,7 @@ from datacoolie_core.sources.database import connect, driver_errors, get_dialect
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
 from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import identifier, parse_query, table_query
-from datacoolie_dagster.automation.sensing import Fingerprint, ref_name
+from datacoolie_dagster.automation.sensing.sensable import Fingerprint, ref_name
 from datacoolie_dagster.location.tables import SourceRef
 
 

@@ -30,7 +30,7 @@ watermark or a Delta version present before the sensor started is not a change, 
 requests nothing (an upstream table not created yet is recorded as seen empty). Run keys name the
 reader, its windows and a digest of the new state: the same change seen twice (a crash before the
 cursor was saved, a daemon restart) is deduplicated by Dagster. An unreadable cursor raises
-:class:`~datacoolie_dagster.automation.sensors.SensorCursorError`; an unreadable watermark is named
+:class:`~datacoolie_dagster.automation.sensing.sensors.SensorCursorError`; an unreadable watermark is named
 in the skip reason and its cursor entry kept, so the change is seen once it reads.
 """
 
@@ -46,14 +46,19 @@ import dagster as dg
 
 from datacoolie_core.errors import WatermarkError
 from datacoolie_dagster import constants
-from datacoolie_dagster.automation.partition_sensors import (
+from datacoolie_dagster.automation.sensing.partition_sensors import (
     PartitionedTable,
     evaluate_tables,
     partitioned_tables,
     replays_safely,
 )
-from datacoolie_dagster.automation.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError, triggers_enabled
-from datacoolie_dagster.automation.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
+from datacoolie_dagster.automation.sensing.sensors import (
+    AUTOMATED_TAG,
+    TRIGGER_TAG,
+    SensorCursorError,
+    triggers_enabled,
+)
+from datacoolie_dagster.automation.sensing.watermark_feed import WatermarkFeed, WatermarkReading, windows_between
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.jobs import ALL_STAGES_JOB
 from datacoolie_dagster.location.tables import identifier
@@ -140,7 +145,7 @@ def build_watermark_sensor(
 ) -> list[dg.SensorDefinition]:
     """The sensor requesting the readers of a table whose watermark moved ([] when nothing reads one).
 
-    ``feed`` reads the watermarks (:class:`~datacoolie_dagster.automation.watermark_feed.FileWatermarkFeed`
+    ``feed`` reads the watermarks (:class:`~datacoolie_dagster.automation.sensing.watermark_feed.FileWatermarkFeed`
     for the file store). ``asset_job``: the job the runs launch under, as for the source sensor.
     """
     watched, exact = watched_dataflows(assets), exact_readers(assets)

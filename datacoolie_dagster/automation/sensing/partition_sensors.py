@@ -25,7 +25,7 @@ the touched partitions are requested as a backfill would: contiguous keys in one
   window) are counted in the sensor log and not requested.
 * A source that cannot be read is named in the skip reason (or log) and its table's cursor entry is
   kept, so its change is seen once it is readable. An unreadable cursor raises
-  :class:`~datacoolie_dagster.automation.sensors.SensorCursorError`.
+  :class:`~datacoolie_dagster.automation.sensing.sensors.SensorCursorError`.
 * Not sensed: tables opted out with ``configure.dagster.sensor: false``, function sources, database
   sources without a watermark column, tables without a window column, and tables loaded with
   ``append`` or ``overwrite``. A partition run replays its window with the table's load strategy
@@ -48,8 +48,8 @@ import dagster as dg
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
-from datacoolie_dagster.automation.sensing import is_sensable, senses_partitions
-from datacoolie_dagster.automation.sensors import (
+from datacoolie_dagster.automation.sensing.sensable import is_sensable, senses_partitions
+from datacoolie_dagster.automation.sensing.sensors import (
     AUTOMATED_TAG,
     TRIGGER_TAG,
     dump_cursor,
@@ -63,7 +63,7 @@ from datacoolie_dagster.location.tables import SourceRef, source_refs
 if TYPE_CHECKING:
     import polars as pl
 
-    from datacoolie_dagster.automation.source_changes import Grain
+    from datacoolie_dagster.automation.sensing.source_changes import Grain
 
 PARTITION_SENSOR_NAME = "datacoolie_partitions"
 REPLAYABLE_LOAD_TYPES = frozenset({"merge_upsert", "merge_overwrite", "scd2"})
@@ -246,7 +246,7 @@ def _table_change(
     table: PartitionedTable, seen: dict[str, Any], skipped: list[int], missing_is_empty: bool = False
 ) -> tuple[set[str], dict[str, Any]]:
     # the readers (Polars, deltalake, sqlglot) load with the first evaluation, not with the code location
-    from datacoolie_dagster.automation.source_changes import present_state, read_change
+    from datacoolie_dagster.automation.sensing.source_changes import present_state, read_change
 
     partitioning = table.partitioning
 
