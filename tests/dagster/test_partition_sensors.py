@@ -25,6 +25,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.automation.sensing.builder import unpack_cursor
 from datacoolie_dagster.automation.sensing.partition_sensors import (
     PARTITION_SENSOR_NAME,
     RANGE_END_TAG,
@@ -298,7 +299,7 @@ def test_switched_on_it_takes_the_present_as_baseline_and_requests_only_what_lan
     first = tick(root, instance, None)
     assert first.run_requests == []
     assert first.skip_message == "no new source data in any partition of the 3 sensed table(s)"
-    tables = json.loads(first.cursor)["tables"]
+    tables = unpack_cursor(first.cursor)["tables"]
     assert tables[CUSTOMERS_KEY] == {"customers_by_month": {"max": {"updated_at": "2024-01-05 00:00:00"}}}
     assert tables[EVENTS_KEY] == {"events_by_day": {"delta_versions": {os.path.normpath("./lake/raw/events"): 0}}}
     assert tables[FILES_KEY]["orders_by_month"]["files"] == 1
@@ -382,7 +383,7 @@ def test_a_new_delta_version_requests_the_days_it_added(root: Path, instance: An
     write_deltalake(path, events(datetime(2024, 1, 5), datetime(2024, 1, 7)).to_arrow(), mode="append")
     second = tick(root, instance, first.cursor)
     assert runs(second, EVENTS_KEY) == [("2024-01-01",), ("2024-01-05",), ("2024-01-07",)]
-    assert json.loads(second.cursor)["tables"][EVENTS_KEY]["events_by_day"] == {
+    assert unpack_cursor(second.cursor)["tables"][EVENTS_KEY]["events_by_day"] == {
         "delta_versions": {"lake/raw/events": 2}
     }
 
@@ -410,7 +411,7 @@ def test_rows_past_the_watermark_request_their_windows_late_rows_included(root: 
     insert_customer(root, 4, "2024-05-10 00:00:00", "2024-03-01 00:00:00")  # not past the watermark seen
     second = tick(root, instance, first.cursor)
     assert runs(second, CUSTOMERS_KEY) == [("2024-02",), ("2024-07",)]
-    assert json.loads(second.cursor)["tables"][CUSTOMERS_KEY] == {
+    assert unpack_cursor(second.cursor)["tables"][CUSTOMERS_KEY] == {
         "customers_by_month": {"max": {"updated_at": "2024-07-02 00:00:00"}}
     }
     assert runs(tick(root, instance, second.cursor), CUSTOMERS_KEY) == []
@@ -465,7 +466,7 @@ def test_mariadb_rows_past_the_watermark_request_their_windows(root: Path, insta
         conn.cursor().execute(insert, (1, datetime(2024, 3, 5, 10), datetime(2024, 3, 5)))
         first = tick(root, instance)
         assert runs(first, CUSTOMERS_KEY) == [("2024-03",)]
-        assert json.loads(first.cursor)["tables"][CUSTOMERS_KEY] == {
+        assert unpack_cursor(first.cursor)["tables"][CUSTOMERS_KEY] == {
             "customers_by_month": {"max": {"updated_at": "2024-03-05T00:00:00"}}
         }
 
@@ -488,8 +489,8 @@ def test_an_unreadable_source_is_named_and_keeps_its_cursor_entry(root: Path, in
     second = tick(root, instance, first.cursor)
 
     assert runs(second, FILES_KEY) == [("2024-09",)]
-    tables = json.loads(second.cursor)["tables"]
-    assert tables[CUSTOMERS_KEY] == json.loads(first.cursor)["tables"][CUSTOMERS_KEY]
+    tables = unpack_cursor(second.cursor)["tables"]
+    assert tables[CUSTOMERS_KEY] == unpack_cursor(first.cursor)["tables"][CUSTOMERS_KEY]
     (root / "lake" / "landing" / "sales" / "orders").rename(root / "gone")
     third = tick(root, instance, second.cursor)
     assert "table 'bronze/customers'" in third.skip_message

@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 from deltalake import write_deltalake
 
+from datacoolie_dagster.automation.sensing.builder import unpack_cursor
 from datacoolie_dagster.automation.sensing.sensors import (
     AUTOMATED_TAG,
     SOURCE_SENSOR_NAME,
@@ -29,6 +30,7 @@ from datacoolie_dagster.automation.sensing.sensors import (
     automation_for,
     build_automation_sensor,
     build_source_sensors,
+    fingerprint_digest,
     sensed_tables,
     with_automation,
 )
@@ -197,7 +199,7 @@ def test_switched_on_it_takes_the_present_as_baseline_and_requests_only_what_lan
     first = tick(root, instance, None)
     assert requested(first) == []
     assert first.skip_message == "no new source data for the 3 sensed table(s)"
-    assert sorted(json.loads(first.cursor)["tables"]) == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
+    assert sorted(unpack_cursor(first.cursor)["tables"]) == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
     assert requested(tick(root, instance, first.cursor)) == []
 
     land(root, "sales/orders", ORDERS, batch=2)
@@ -214,7 +216,7 @@ def test_a_tick_requests_every_sensed_table_with_new_data_in_one_tagged_run(root
     assert keys == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
     assert [part.split("@")[0] for part in run_key.split(",")] == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
     assert data.run_requests[0].tags.items() >= {TRIGGER_TAG: "sensor", AUTOMATED_TAG: "true"}.items()
-    assert sorted(json.loads(data.cursor)["tables"]) == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
+    assert sorted(unpack_cursor(data.cursor)["tables"]) == [CUSTOMERS_KEY, EVENTS_KEY, ORDERS_KEY]
 
 
 def test_no_change_skips_and_the_same_change_seen_twice_has_one_run_key(root: Path, instance: Any) -> None:
@@ -260,9 +262,9 @@ def test_a_new_mariadb_row_requests_its_table_with_the_fingerprint_in_the_cursor
             cur.execute("INSERT INTO customers VALUES (1, '2024-01-01 00:00:00.25')")
         first = tick(root, instance)
         assert CUSTOMERS_KEY in requested(first)[0][1]
-        assert json.loads(first.cursor)["tables"][CUSTOMERS_KEY] == {
-            "customers_to_bronze": {"rows": 1, "max": {"updated_at": "2024-01-01T00:00:00.250000"}}
-        }
+        assert unpack_cursor(first.cursor)["tables"][CUSTOMERS_KEY] == fingerprint_digest(
+            {"customers_to_bronze": {"rows": 1, "max": {"updated_at": "2024-01-01T00:00:00.250000"}}}
+        )
         assert requested(tick(root, instance, first.cursor)) == []
 
         conn.cursor().execute("INSERT INTO customers VALUES (2, '2024-02-01 00:00:00')")
@@ -275,9 +277,9 @@ def test_unreadable_source_is_named_and_keeps_its_cursor_entry(root: Path, insta
     land(root, "sales/orders", ORDERS)  # no Delta events table, no database yet
     data = tick(root, instance)
     assert [keys for _, keys in requested(data)] == [[ORDERS_KEY]]
-    tables = json.loads(data.cursor)["tables"]
-    assert tables[CUSTOMERS_KEY] == tables[EVENTS_KEY] == {}  # kept as the previous tick left them
-    assert tables[ORDERS_KEY] != {}
+    tables = unpack_cursor(data.cursor)["tables"]
+    assert tables[CUSTOMERS_KEY] == tables[EVENTS_KEY] == fingerprint_digest({})  # kept as first seen: empty
+    assert tables[ORDERS_KEY] != fingerprint_digest({})
 
     nothing_new = tick(root, instance, data.cursor)
     assert nothing_new.skip_message is not None
@@ -295,18 +297,22 @@ def test_empty_source_records_its_fingerprint_without_a_run(root: Path, instance
     os.remove(root / "lake" / "landing" / "sales" / "orders" / "batch_001.parquet")
     data = tick(root, instance)
     assert [keys for _, keys in requested(data)] == [[CUSTOMERS_KEY, EVENTS_KEY]]
-    assert json.loads(data.cursor)["tables"][ORDERS_KEY] == {"orders_to_bronze": {"files": 0, "modified": None}}
+    assert unpack_cursor(data.cursor)["tables"][ORDERS_KEY] == fingerprint_digest(
+        {"orders_to_bronze": {"files": 0, "modified": None}}
+    )
 
 
 @pytest.mark.parametrize(
     ("cursor", "reason"),
     [
         ("not json", "not JSON"),
-        ("[1, 2]", 'expected an object with "format": 1'),
-        ('{"format": 2, "tables": {}}', 'expected an object with "format": 1'),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"format": 3, "tables": {}}', 'expected an object with "format": 2'),
+        ('{"format": 2, "tables": {"bronze/events": {}}}', '"tables" must map table names to fingerprint digests'),
+        ("z:bm90IHpsaWI=", "not a packed cursor"),
         ('{"format": 1, "tables": {"bronze/events": 3}}', '"tables" must map'),
     ],
-    ids=["not-json", "not-an-object", "other-format", "bad-entry"],
+    ids=["not-json", "not-an-object", "other-format", "bad-digest", "bad-packing", "bad-entry"],
 )
 def test_unreadable_cursor_is_an_error_never_a_restart(root: Path, instance: Any, cursor: str, reason: str) -> None:
     land_all(root)
@@ -411,4 +417,4 @@ def test_a_database_whose_location_is_a_secret_is_probed_with_the_secret(
     data = tick(root, instance)
 
     assert CUSTOMERS_KEY in requested(data)[0][1]
-    assert json.loads(data.cursor)["tables"][CUSTOMERS_KEY] is not None
+    assert unpack_cursor(data.cursor)["tables"][CUSTOMERS_KEY] is not None

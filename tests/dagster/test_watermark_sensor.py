@@ -20,6 +20,7 @@ from dagster._core.utils import make_new_run_id
 
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
+from datacoolie_dagster.automation.sensing.builder import unpack_cursor
 from datacoolie_dagster.automation.sensing.partition_sensors import PARTITION_SENSOR_NAME
 from datacoolie_dagster.automation.sensing.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
 from datacoolie_dagster.automation.sensing.watermark_feed import FileWatermarkFeed, windows_between
@@ -137,7 +138,7 @@ def test_a_cli_load_requests_the_readers_once(lake: Path, defs: dg.Definitions, 
     assert first.run_requests == []
     # nothing loaded yet: no watermark, and bronze orders (read by orders_monthly) seen empty
     tables = {ORDERS_MONTHLY: {"orders_monthly": {}}}
-    assert json.loads(first.cursor) == {"format": 1, "watermarks": {}, "tables": tables}
+    assert unpack_cursor(first.cursor) == {"format": 2, "watermarks": {}, "tables": tables}
 
     cli_run(lake)  # orders Jan 5, Feb 5, Feb 7; events Jan 29-31: nothing stored before
     data = tick(defs, instance, first.cursor)
@@ -190,7 +191,7 @@ def test_watermarks_stored_before_the_first_evaluation_are_not_changes(
     cli_run(lake)
     first = tick(defs, instance, None)
     assert first.run_requests == []
-    assert len(json.loads(first.cursor)["watermarks"]) == 2
+    assert len(unpack_cursor(first.cursor)["watermarks"]) == 2
 
 
 def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
@@ -273,10 +274,11 @@ def test_a_watermark_a_dagster_run_moved_is_held_while_it_runs_then_left_to_the_
     ("cursor", "reason"),
     [
         ("not json", "not JSON"),
-        ('{"format": 2, "watermarks": {}}', '"format": 1'),
-        ('{"format": 1, "watermarks": {"a": 1}}', "must map dataflow ids"),
+        ('{"format": 3, "watermarks": {}}', '"format": 2'),
+        ('{"format": 1, "watermarks": {"a": 1}}', "must map dataflows"),
+        ("z:AAAA", "not a packed cursor"),
     ],
-    ids=["garbage", "other-format", "bad-entry"],
+    ids=["garbage", "other-format", "bad-entry", "bad-packing"],
 )
 def test_a_bad_cursor_is_an_error(defs: dg.Definitions, instance: dg.DagsterInstance, cursor: str, reason: str) -> None:
     with pytest.raises(SensorCursorError, match=f"sensor '{WATERMARK_SENSOR_NAME}': unreadable cursor .*{reason}") as e:
@@ -296,7 +298,7 @@ def test_an_unreadable_watermark_is_named_and_its_entry_kept(
     assert data.run_requests == []
     assert "unreadable: table 'bronze/sales/orders': Watermark is corrupt" in (data.skip_message or "")
     assert str(file) in (data.skip_message or "")
-    assert json.loads(data.cursor) == json.loads(cursor)
+    assert unpack_cursor(data.cursor) == unpack_cursor(cursor)
 
 
 # --- windows between two watermarks -------------------------------------------------------------

@@ -48,6 +48,7 @@ import dagster as dg
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
+from datacoolie_dagster.automation.sensing.builder import SensorOutcome, build_sensing_sensor
 from datacoolie_dagster.automation.sensing.sensable import is_sensable, senses_partitions
 from datacoolie_dagster.automation.sensing.sensors import (
     AUTOMATED_TAG,
@@ -116,8 +117,8 @@ class PartitionEvaluation:
 
     def skip_reason(self) -> str:
         if self.unreadable:
-            return "sources that cannot be read: " + "; ".join(self.unreadable)
-        return f"no new source data in any partition of the {self.sensed} sensed table(s)"
+            return "; ".join(["sources that cannot be read: " + "; ".join(self.unreadable), *self.outside])
+        return "; ".join([f"no new source data in any partition of the {self.sensed} sensed table(s)", *self.outside])
 
 
 def build_partition_sensors(
@@ -139,27 +140,24 @@ def build_partition_sensors(
     sensed = partitioned_tables(assets)
     if not sensed:
         return []
-    selection = dg.AssetSelection.assets(*(t.asset_key for t in sensed))
-    target: dict[str, Any] = {"job_name": asset_job} if asset_job else {"target": selection}
 
-    @dg.sensor(
+    def evaluate(context: dg.SensorEvaluationContext) -> SensorOutcome:
+        evaluation = evaluate_partitions(sensed, context.cursor, sensor_name=PARTITION_SENSOR_NAME, job=asset_job)
+        warnings = [evaluation.skip_reason()] if evaluation.unreadable else []
+        return SensorOutcome(
+            evaluation.run_requests, evaluation.cursor, evaluation.skip_reason(), evaluation.outside, warnings
+        )
+
+    sensor = build_sensing_sensor(
         name=PARTITION_SENSOR_NAME,
-        **target,
+        description=f"Runs the partitions new source data touches ({len(sensed)} partitioned tables).",
+        selection=[t.asset_key for t in sensed],
+        asset_job=asset_job,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        description=f"Runs the partitions new source data touches ({len(sensed)} partitioned tables).",
+        evaluate=evaluate,
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        evaluation = evaluate_partitions(sensed, context.cursor, sensor_name=PARTITION_SENSOR_NAME, job=asset_job)
-        for note in evaluation.outside:
-            context.log.info(note)
-        if not evaluation.run_requests:
-            return dg.SensorResult(skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor)
-        if evaluation.unreadable:
-            context.log.warning(evaluation.skip_reason())
-        return dg.SensorResult(run_requests=evaluation.run_requests, cursor=evaluation.cursor)
-
-    return [_sensor]
+    return [sensor]
 
 
 def replays_safely(dataflows: Sequence[DataFlow]) -> bool:

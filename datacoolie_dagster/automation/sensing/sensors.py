@@ -2,8 +2,8 @@
 
 **New source data** — :func:`build_source_sensors` builds ONE sensor (``datacoolie_sources``) over
 every destination table that reads an external source (not another dataflow's destination). Each
-evaluation fingerprints those sources cheaply (:mod:`~datacoolie_dagster.automation.sensing.observations`) and compares
-with the fingerprints in its cursor (JSON, per table and dataflow). Every table whose fingerprint
+evaluation fingerprints those sources cheaply (:mod:`.observations`) and compares them with its
+cursor, which keeps a digest of each table's fingerprints (packed JSON, :func:`.builder.pack_cursor`). Every table whose fingerprint
 changed and whose source holds data goes into ONE ``RunRequest`` selecting exactly those tables,
 tagged ``datacoolie/trigger=sensor`` and ``datacoolie/automated=true``. Its ``run_key`` names each
 table with a digest of its fingerprint, so the same change seen twice (a crash before the cursor was
@@ -50,6 +50,12 @@ import dagster as dg
 
 from datacoolie_core import DataFlow
 from datacoolie_core.errors import DataCoolieError, SourceError
+from datacoolie_dagster.automation.sensing.builder import (
+    SensorOutcome,
+    build_sensing_sensor,
+    pack_cursor,
+    unpack_cursor,
+)
 from datacoolie_dagster.automation.sensing.sensable import Fingerprint, has_data, is_sensable, ref_name
 from datacoolie_dagster.constants import AUTOMATED, NAMESPACE, TRIGGER
 from datacoolie_dagster.dagster_internal import DATA_VERSION_TAG
@@ -63,6 +69,9 @@ AUTOMATION_SENSOR_NAME = "datacoolie_automation"
 TRIGGER_TAG = TRIGGER
 AUTOMATED_TAG = AUTOMATED
 CURSOR_FORMAT = 1
+"""The partition sensor's cursor (and the source sensor's before digests): ``{table: {dataflow: state}}``."""
+SOURCE_CURSOR_FORMAT = 2
+"""The source sensor's cursor: ``{table: digest of its sources' fingerprints}``."""
 
 
 class SensorCursorError(DataCoolieError):
@@ -128,10 +137,7 @@ def build_source_sensors(
     """One sensor requesting runs of the tables whose external sources got new data ([] if none).
 
     ``translator`` names the external source assets it observes (the one that built ``assets``).
-    ``asset_job``: the NAME of an asset job holding every sensed table for the runs to launch under
-    (the code location passes ``__ASSET_JOB``, Dagster's implicit one); without it the sensor
-    targets its tables directly, and Dagster builds an anonymous job over them — as costly to load
-    as the implicit job over the same tables.
+    ``asset_job``: the job the runs launch under (see :func:`.builder.build_sensing_sensor`).
 
     Example:
         >>> assets, _ = build_table_assets(dataflows, DataCoolieTranslator())
@@ -141,28 +147,28 @@ def build_source_sensors(
     if not sensed:
         return []
 
-    selection = dg.AssetSelection.assets(*(t.asset_key for t in sensed))
-    target: dict[str, Any] = {"job_name": asset_job} if asset_job else {"target": selection}
+    def evaluate(context: dg.SensorEvaluationContext) -> SensorOutcome:
+        evaluation = evaluate_sources(sensed, context.cursor, sensor_name=SOURCE_SENSOR_NAME, job=asset_job)
+        requests = [evaluation.run_request] if evaluation.run_request is not None else []
+        warnings = [evaluation.skip_reason()] if evaluation.unreadable else []
+        return SensorOutcome(
+            requests,
+            evaluation.cursor,
+            evaluation.skip_reason(),
+            warnings=warnings,
+            asset_events=evaluation.observations,
+        )
 
-    @dg.sensor(
+    sensor = build_sensing_sensor(
         name=SOURCE_SENSOR_NAME,
-        **target,
+        description=f"Runs the DataCoolie tables whose external sources got new data ({len(sensed)} tables).",
+        selection=[t.asset_key for t in sensed],
+        asset_job=asset_job,
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        description=f"Runs the DataCoolie tables whose external sources got new data ({len(sensed)} tables).",
+        evaluate=evaluate,
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        evaluation = evaluate_sources(sensed, context.cursor, sensor_name=SOURCE_SENSOR_NAME, job=asset_job)
-        observed = evaluation.observations
-        if evaluation.run_request is None:
-            return dg.SensorResult(
-                skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor, asset_events=observed
-            )
-        if evaluation.unreadable:
-            context.log.warning(evaluation.skip_reason())
-        return dg.SensorResult(run_requests=[evaluation.run_request], cursor=evaluation.cursor, asset_events=observed)
-
-    return [_sensor]
+    return [sensor]
 
 
 def sensed_tables(assets: Sequence[TableAsset], translator: DataCoolieTranslator | None = None) -> list[SensedTable]:
@@ -196,7 +202,7 @@ def evaluate_sources(
     # the fingerprint readers (deltalake, sqlglot, Polars) load with the first evaluation, not with the code location
     from datacoolie_dagster.automation.sensing.observations import fingerprint_source
 
-    previous = parse_cursor(cursor, sensor_name)
+    previous = parse_source_cursor(cursor, sensor_name)
     state = {t.name: previous[t.name] for t in sensed if t.name in previous}  # forget unsensed tables
     changed: list[tuple[SensedTable, dict[str, Fingerprint]]] = []
     observations: dict[dg.AssetKey, dg.AssetObservation] = {}
@@ -206,39 +212,81 @@ def evaluate_sources(
             fingerprints = {str(d.name or d.dataflow_id): fingerprint_source(d, refs) for d, refs in table.sources}
         except SourceError as e:
             unreadable.append(f"table '{table.name}': {e}")
-            state.setdefault(table.name, {})  # first seen unreadable (a folder not created yet): all it gets is new
+            state.setdefault(
+                table.name, fingerprint_digest({})
+            )  # first seen unreadable (a folder not created yet): all it gets is new
             continue
-        if fingerprints != previous.get(table.name):
-            state[table.name] = fingerprints
+        digest = fingerprint_digest(fingerprints)
+        if digest != previous.get(table.name):
+            state[table.name] = digest
             observations.update((o.asset_key, o) for o in _observations(table, fingerprints))
             if table.name in previous and any(has_data(f) for f in fingerprints.values()):
                 changed.append((table, fingerprints))  # a table first seen now: its present is the baseline
     run_request = _run_request(changed, job)
-    return SourceEvaluation(run_request, dump_cursor(state), unreadable, len(sensed), list(observations.values()))
+    return SourceEvaluation(
+        run_request, dump_source_cursor(state), unreadable, len(sensed), list(observations.values())
+    )
 
 
-def parse_cursor(cursor: str | None, sensor_name: str) -> dict[str, dict[str, Fingerprint]]:
-    """``{table: {dataflow: fingerprint}}`` of a cursor; ``None`` (never evaluated) is empty.
+def parse_source_cursor(cursor: str | None, sensor_name: str) -> dict[str, str]:
+    """``{table: digest of its sources' fingerprints}``; ``None`` (never evaluated) is empty.
+
+    A cursor written before the digests (``"format": 1``, the fingerprints themselves) reads as
+    their digests, so an upgrade is a quiet tick, not a change of every table.
 
     Raises:
-        SensorCursorError: not JSON, another format version, or not the expected shape.
+        SensorCursorError: not a cursor this sensor wrote.
     """
     if cursor is None:
         return {}
+    document = _document(cursor, sensor_name)
+    if document.get("format") == CURSOR_FORMAT:
+        return {table: fingerprint_digest(entry) for table, entry in _tables(document, sensor_name).items()}
+    tables = document.get("tables")
+    if document.get("format") != SOURCE_CURSOR_FORMAT or not isinstance(tables, dict):
+        raise SensorCursorError(sensor_name, f'expected an object with "format": {SOURCE_CURSOR_FORMAT}')
+    if not all(isinstance(v, str) for v in tables.values()):
+        raise SensorCursorError(sensor_name, '"tables" must map table names to fingerprint digests')
+    return tables
+
+
+def dump_source_cursor(tables: Mapping[str, str]) -> str:
+    return pack_cursor({"format": SOURCE_CURSOR_FORMAT, "tables": dict(tables)})
+
+
+def parse_cursor(cursor: str | None, sensor_name: str) -> dict[str, dict[str, Any]]:
+    """``{table: {dataflow: state}}`` of a partition sensor cursor; ``None`` (never evaluated) is empty.
+
+    Raises:
+        SensorCursorError: not JSON (packed or plain), another format version, or not the expected shape.
+    """
+    if cursor is None:
+        return {}
+    document = _document(cursor, sensor_name)
+    if document.get("format") != CURSOR_FORMAT:
+        raise SensorCursorError(sensor_name, f'expected an object with "format": {CURSOR_FORMAT}')
+    return _tables(document, sensor_name)
+
+
+def dump_cursor(tables: Mapping[str, Mapping[str, Any]]) -> str:
+    return pack_cursor({"format": CURSOR_FORMAT, "tables": dict(tables)})
+
+
+def _document(cursor: str, sensor_name: str) -> dict[str, Any]:
     try:
-        document = json.loads(cursor)
+        document = unpack_cursor(cursor)
     except ValueError as e:
         raise SensorCursorError(sensor_name, f"not JSON: {e}") from e
-    if not isinstance(document, dict) or document.get("format") != CURSOR_FORMAT:
-        raise SensorCursorError(sensor_name, f'expected an object with "format": {CURSOR_FORMAT}')
+    if not isinstance(document, dict):
+        raise SensorCursorError(sensor_name, "expected a JSON object")
+    return document
+
+
+def _tables(document: Mapping[str, Any], sensor_name: str) -> dict[str, dict[str, Any]]:
     tables = document.get("tables")
     if not isinstance(tables, dict) or not all(_is_table_entry(v) for v in tables.values()):
         raise SensorCursorError(sensor_name, '"tables" must map table names to {dataflow: fingerprint object}')
     return tables
-
-
-def dump_cursor(tables: Mapping[str, Mapping[str, Fingerprint]]) -> str:
-    return json.dumps({"format": CURSOR_FORMAT, "tables": dict(sorted(tables.items()))}, sort_keys=True)
 
 
 def _is_table_entry(value: Any) -> bool:
@@ -251,7 +299,7 @@ def _run_request(
     if not changed:
         return None
     # the key is a function of the data seen, not of the time: the same change always maps to it
-    run_key = ",".join(sorted(f"{table.name}@{_digest(fingerprints)}" for table, fingerprints in changed))
+    run_key = ",".join(sorted(f"{table.name}@{fingerprint_digest(fingerprints)}" for table, fingerprints in changed))
     return dg.RunRequest(
         run_key=run_key,
         asset_selection=[table.asset_key for table, _ in changed],
@@ -268,7 +316,7 @@ def _observations(table: SensedTable, fingerprints: Mapping[str, Fingerprint]) -
         for ref in refs:
             versions = fingerprint.get("delta_versions")
             own = {"delta_version": versions[ref_name(ref)]} if versions is not None else fingerprint
-            version = str(own["delta_version"]) if versions is not None else _digest(own)
+            version = str(own["delta_version"]) if versions is not None else fingerprint_digest(own)
             yield dg.AssetObservation(
                 asset_key=keys[ref],
                 metadata={
@@ -278,7 +326,8 @@ def _observations(table: SensedTable, fingerprints: Mapping[str, Fingerprint]) -
             )
 
 
-def _digest(fingerprints: Mapping[str, Fingerprint]) -> str:
+def fingerprint_digest(fingerprints: Mapping[str, Any]) -> str:
+    """The digest naming ``fingerprints`` in run keys, data versions and the cursor (48 bits)."""
     return hashlib.sha256(json.dumps(fingerprints, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -24,8 +24,9 @@ finished may write (its asset selection holds it, or it is a stage job of the ta
 are then judged on what the instance recorded. So a Dagster run never has its readers requested
 both by the automation and by this sensor, and no exact reader runs before its upstream's run ended.
 
-**Cursor.** ``{"format": 1, "watermarks": {dataflow_id: stored text}, "tables": {reader: {dataflow:
-upstream state}}}``. The first evaluation (and one after the cursor was deleted) only records: a
+**Cursor.** ``{"format": 2, "watermarks": {dataflow name: stored text}, "tables": {reader: {dataflow:
+upstream state}}}``, packed (:func:`.builder.pack_cursor`); a watermark no partitioned reader maps
+to windows is kept as ``"#<digest>"``. The first evaluation (and one after the cursor was deleted) only records: a
 watermark or a Delta version present before the sensor started is not a change, so switching it on
 requests nothing (an upstream table not created yet is recorded as seen empty). Run keys name the
 reader, its windows and a digest of the new state: the same change seen twice (a crash before the
@@ -37,7 +38,6 @@ in the skip reason and its cursor entry kept, so the change is seen once it read
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +46,12 @@ import dagster as dg
 
 from datacoolie_core.errors import WatermarkError
 from datacoolie_dagster import constants
+from datacoolie_dagster.automation.sensing.builder import (
+    SensorOutcome,
+    build_sensing_sensor,
+    pack_cursor,
+    unpack_cursor,
+)
 from datacoolie_dagster.automation.sensing.partition_sensors import (
     PartitionedTable,
     evaluate_tables,
@@ -64,7 +70,11 @@ from datacoolie_dagster.location.jobs import ALL_STAGES_JOB
 from datacoolie_dagster.location.tables import identifier
 
 WATERMARK_SENSOR_NAME = "datacoolie_watermarks"
-CURSOR_FORMAT = 1
+CURSOR_FORMAT = 2
+LEGACY_CURSOR_FORMAT = 1
+"""Plain JSON keyed by dataflow id, every watermark as text: still read."""
+DIGEST_MARK = "#"
+"""Marks a watermark the cursor keeps as a digest (no partitioned reader needs its text)."""
 RECENT_MATERIALIZATIONS = 50
 """How many of a table's latest materializations are searched for the run that wrote a watermark."""
 
@@ -77,17 +87,38 @@ class WatchedDataflow:
     table_key: dg.AssetKey
     readers: tuple[TableAsset, ...]
     """Readers to request; the exact readers (:func:`exact_readers`) are left out."""
+    name: str = ""
+    """The dataflow's name: its key in the cursor (names compress; generated ids do not)."""
+
+    @property
+    def cursor_key(self) -> str:
+        return self.name or self.dataflow_id
+
+    @property
+    def keeps_text(self) -> bool:
+        """Whether the cursor keeps the watermark text: a partitioned reader maps old..new to windows."""
+        return any(r.partitioning is not None for r in self.readers)
 
     def token_of(self, reading: WatermarkReading) -> str:
         """``<dataflow>@<digest of the watermark>``: names one change in run keys and notes."""
-        return f"{self.dataflow_id}@{hashlib.sha256(reading.text.encode()).hexdigest()[:12]}"
+        return f"{self.dataflow_id}@{_text_digest(reading.text)}"
+
+    def stored(self, reading: WatermarkReading) -> str:
+        """What the cursor keeps of ``reading``: its text, or a digest when no reader needs the text."""
+        return reading.text if self.keeps_text else DIGEST_MARK + _text_digest(reading.text)
+
+    def unchanged(self, before: str | None, reading: WatermarkReading) -> bool:
+        return before in (reading.text, DIGEST_MARK + _text_digest(reading.text))
 
 
 @dataclass(frozen=True)
 class WatermarkChange:
     dataflow: WatchedDataflow
     old: str | None
+    """The text seen before (``None``: none, or only its digest was kept)."""
     new: WatermarkReading
+    old_known: bool = True
+    """``False``: the cursor kept only a digest (the dataflow had no partitioned reader then)."""
 
     @property
     def token(self) -> str:
@@ -121,10 +152,10 @@ def watched_dataflows(assets: Sequence[TableAsset]) -> list[WatchedDataflow]:
             for upstream in asset.table.upstream:
                 readers.setdefault(upstream, []).append(asset)
     return [
-        WatchedDataflow(dataflow_id, by_table[key].spec.key, tuple(found))
+        WatchedDataflow(str(d.dataflow_id), by_table[key].spec.key, tuple(found), str(d.name or d.dataflow_id))
         for key, found in readers.items()
         if key in by_table
-        for dataflow_id in by_table[key].table.dataflow_ids
+        for d in by_table[key].table.dataflows
     ]
 
 
@@ -153,29 +184,32 @@ def build_watermark_sensor(
         return []
     readers = {r.spec.key for w in watched for r in w.readers} | {t.asset_key for t in exact}
     writers = _writers(assets)
-    target: dict[str, Any] = {"job_name": asset_job} if asset_job else {"target": dg.AssetSelection.assets(*readers)}
 
-    @dg.sensor(
+    def evaluate(context: dg.SensorEvaluationContext) -> SensorOutcome:
+        evaluation = evaluate_watermarks(
+            watched, feed, context.cursor, context.instance, job=asset_job, exact=exact, writers=writers
+        )
+        return SensorOutcome(
+            evaluation.run_requests,
+            evaluation.cursor,
+            evaluation.skip_reason(),
+            evaluation.notes,
+            evaluation.unreadable,
+        )
+
+    sensor = build_sensing_sensor(
         name=WATERMARK_SENSOR_NAME,
-        **target,
-        minimum_interval_seconds=minimum_interval_seconds,
-        default_status=default_status,
         description=(
             f"Runs the tables reading a table loaded outside Dagster ({len(watched)} dataflows), and the "
             f"windows of partitioned tables their upstream's new rows fall in ({len(exact)} tables)."
         ),
+        selection=sorted(readers),
+        asset_job=asset_job,
+        minimum_interval_seconds=minimum_interval_seconds,
+        default_status=default_status,
+        evaluate=evaluate,
     )
-    def _sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        evaluation = evaluate_watermarks(
-            watched, feed, context.cursor, context.instance, job=asset_job, exact=exact, writers=writers
-        )
-        if not evaluation.run_requests:
-            return dg.SensorResult(skip_reason=evaluation.skip_reason(), cursor=evaluation.cursor)
-        for note in [*evaluation.notes, *evaluation.unreadable]:
-            context.log.info(note)
-        return dg.SensorResult(run_requests=evaluation.run_requests, cursor=evaluation.cursor)
-
-    return [_sensor]
+    return [sensor]
 
 
 def evaluate_watermarks(
@@ -198,31 +232,34 @@ def evaluate_watermarks(
     Raises:
         SensorCursorError: ``cursor`` is not a cursor this sensor wrote.
     """
-    previous, tables = parse_cursor(cursor)
+    previous, tables = parse_cursor(cursor, watched)
     busy = tables_being_written(instance, {w.table_key for w in watched} | _upstream_keys(exact), writers or {})
     state: dict[str, str] = {}
     changes: list[WatermarkChange] = []
     unreadable: list[str] = []
     notes: list[str] = []
     for dataflow in watched:  # one entry per dataflow: a dataflow writes one table
-        before = (previous or {}).get(dataflow.dataflow_id)
+        key = dataflow.cursor_key
+        before = (previous or {}).get(key)
         try:
             reading = feed.read(dataflow.dataflow_id)
         except WatermarkError as e:
             unreadable.append(f"table '{dataflow.table_key.to_user_string()}': {e}")
             if before is not None:
-                state[dataflow.dataflow_id] = before
+                state[key] = before
             continue
         if reading is None:
             continue
-        if previous is not None and reading.text != before and dataflow.table_key in busy:
+        moved = previous is not None and not dataflow.unchanged(before, reading)
+        if moved and dataflow.table_key in busy:
             notes.append(f"{dataflow.token_of(reading)} held: run {busy[dataflow.table_key]} is writing the table")
             if before is not None:
-                state[dataflow.dataflow_id] = before
+                state[key] = before
             continue
-        state[dataflow.dataflow_id] = reading.text
-        if previous is not None and reading.text != before:
-            changes.append(WatermarkChange(dataflow, before, reading))
+        state[key] = dataflow.stored(reading)
+        if moved:
+            digest_only = before is not None and before.startswith(DIGEST_MARK)
+            changes.append(WatermarkChange(dataflow, None if digest_only else before, reading, not digest_only))
     requests, planned = plan_requests(changes, instance, job)
     held = frozenset(t.name for t in exact if _upstream_keys([t]) & busy.keys())
     seen = tables if previous is not None else {}
@@ -301,6 +338,11 @@ def plan_requests(
             elif not replays_safely(reader.table.dataflows):
                 notes.append(f"{name}: a window of an append/overwrite table is not run again; its stage job loads it")
             else:
+                if not change.old_known:  # never replay from the first window on a guess
+                    notes.append(
+                        f"{name}: the watermark before {change.token} was kept as a digest; windows not requested"
+                    )
+                    continue
                 keys, problem = windows_between(reader.partitioning, change.old, change.new.text)
                 notes.extend([f"{name}: {problem}"] if problem else [])
                 for partition in keys:
@@ -334,29 +376,37 @@ def _recorded(instance: dg.DagsterInstance, table_key: dg.AssetKey, writer_run_i
     return False
 
 
-def parse_cursor(cursor: str | None) -> tuple[dict[str, str] | None, dict[str, dict[str, Any]]]:
-    """``{dataflow_id: watermark text}`` (``None`` for a sensor never evaluated), and the exact
-    readers' ``{table: {dataflow: upstream state}}``.
+def parse_cursor(
+    cursor: str | None, watched: Sequence[WatchedDataflow] = ()
+) -> tuple[dict[str, str] | None, dict[str, dict[str, Any]]]:
+    """``{dataflow name: watermark text or its digest}`` (``None`` for a sensor never evaluated), and
+    the exact readers' ``{table: {dataflow: upstream state}}``.
+
+    A cursor written before the packed form (``"format": 1``, keyed by dataflow id) is read too:
+    its ids map to the ``watched`` dataflows' names.
 
     Raises:
-        SensorCursorError: not JSON, another format, or not the expected shape.
+        SensorCursorError: not JSON (packed or plain), another format, or not the expected shape.
     """
     if cursor is None:
         return None, {}
     try:
-        document = json.loads(cursor)
+        document = unpack_cursor(cursor)
     except ValueError as e:
         raise _cursor_error(f"not JSON: {e}") from e
-    if not isinstance(document, dict) or document.get("format") != CURSOR_FORMAT:
+    if not isinstance(document, dict) or document.get("format") not in (LEGACY_CURSOR_FORMAT, CURSOR_FORMAT):
         raise _cursor_error(f'expected an object with "format": {CURSOR_FORMAT}')
     watermarks = document.get("watermarks")
     if not isinstance(watermarks, dict) or not all(isinstance(v, str) for v in watermarks.values()):
-        raise _cursor_error('"watermarks" must map dataflow ids to watermark text')
+        raise _cursor_error('"watermarks" must map dataflows to watermark text')
     tables = document.get("tables", {})
     if not isinstance(tables, dict) or not all(
         isinstance(v, dict) and all(isinstance(s, dict) for s in v.values()) for v in tables.values()
     ):
         raise _cursor_error('"tables" must map table names to {dataflow: upstream state}')
+    if document["format"] == LEGACY_CURSOR_FORMAT:
+        names = {w.dataflow_id: w.cursor_key for w in watched}
+        watermarks = {names.get(k, k): v for k, v in watermarks.items()}
     return watermarks, tables
 
 
@@ -367,5 +417,9 @@ def _cursor_error(reason: str) -> SensorCursorError:
 
 
 def dump_cursor(watermarks: Mapping[str, str], tables: Mapping[str, Any] | None = None) -> str:
-    document = {"format": CURSOR_FORMAT, "watermarks": dict(sorted(watermarks.items()))}
-    return json.dumps(document | ({"tables": dict(tables)} if tables else {}), sort_keys=True)
+    document = {"format": CURSOR_FORMAT, "watermarks": dict(watermarks)}
+    return pack_cursor(document | ({"tables": dict(tables)} if tables else {}))
+
+
+def _text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
