@@ -9,7 +9,9 @@ switched on as the docs say (``dagster sensor start``) and, in order:
    its rows fall in (the late month too), each once, and silver customers once;
 3. the source sensor is stopped and a cron-style ``datacoolie run`` loads the next batch: its readers
    run once (silver orders' windows by the watermark sensor, silver customers by the automation);
-4. the cursors are deleted: no history is replayed.
+4. the cursors are deleted: no history is replayed;
+5. a Dagster stage run loads the next batch: the watermark sensor never requests the readers the
+   automation follows, and requests silver orders' windows only after the run finished.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from datacoolie_dagster.automation.sensing.sensors import AUTOMATION_SENSOR_NAME, SOURCE_SENSOR_NAME
+from datacoolie_dagster.automation.sensing.sensors import AUTOMATION_SENSOR_NAME, SOURCE_SENSOR_NAME, TRIGGER_TAG
 from datacoolie_dagster.automation.sensing.watermark_sensor import WATERMARK_SENSOR_NAME
 from datacoolie_dagster.example import METADATA_PATH
 from tests.dagster.cli_support import BIN
 from tests.dagster.conftest import InstanceSettings
 from tests.dagster.daemon_support import Daemon, prepare, running, wait_until
-from tests.dagster.test_watermark_daemon import TIMEOUT, all_finished, runs_of, settle, ticks
+from tests.dagster.test_watermark_daemon import TIMEOUT, all_finished, cursor_of, runs_of, settle, ticks
 
 pytestmark = pytest.mark.daemon
 
@@ -132,3 +134,29 @@ def test_switched_on_over_the_example_it_runs_exactly_what_changes(
         quiet(daemon, instance, SENSORS)
         wait_until(lambda: all_finished(instance), TIMEOUT, "every run finished", log)
         assert runs_of(instance) == before, log.read_text()[-3000:]
+
+        # 5. a Dagster stage run loads the next batch (September, updates of August, late January).
+        #    The watermark sensor ticks every 2 s while the run commits its tables and records them
+        #    only at its end: it never requests a reader the automation follows, and requests the
+        #    windows of silver orders (no automation over an unpartitioned upstream) after the run.
+        sensor(daemon, "stop", SOURCE_SENSOR_NAME)
+        saved = cursor_of(instance, WATERMARK_SENSOR_NAME)
+        assert saved is not None
+        sensor(daemon, "cursor", WATERMARK_SENSOR_NAME, "--set", saved)  # the documented recovery
+        before = runs_of(instance)
+        land_batch(daemon)
+        daemon.launch("datacoolie_landing2bronze")
+        wait_until(lambda: len(runs_of(instance) - before) >= 3, TIMEOUT, "the readers of the stage run", log)
+        settle(daemon, instance, WATERMARK_SENSOR_NAME, AUTOMATION_SENSOR_NAME)
+        staged = runs_of(instance) - before
+        assert staged == Counter(
+            {(SILVER_ORDERS, "2024-01", "watermark"): 1, (SILVER_ORDERS, "2024-08..2024-09", "watermark"): 1,
+             (SILVER_CUSTOMERS, None, "automation"): 1}
+        ), log.read_text()[-3000:]  # fmt: skip
+        (stage,) = [r for r in instance.get_run_records() if r.dagster_run.job_name == "datacoolie_landing2bronze"]
+        assert stage.dagster_run.status == dg.DagsterRunStatus.SUCCESS
+        assert stage.end_time is not None
+        followed = [r for r in instance.get_run_records() if r.dagster_run.tags.get(TRIGGER_TAG) == "watermark"]
+        since = [r for r in followed if r.create_timestamp > stage.create_timestamp]
+        assert len(since) == 2  # the stage run's exact readers: requested after it finished, never before
+        assert all(r.create_timestamp.timestamp() >= stage.end_time for r in since)

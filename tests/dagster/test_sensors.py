@@ -302,6 +302,26 @@ def test_empty_source_records_its_fingerprint_without_a_run(root: Path, instance
     )
 
 
+def test_the_cursor_is_packed_and_a_cursor_written_before_the_digests_is_a_quiet_tick(
+    root: Path, instance: Any
+) -> None:
+    from datacoolie_dagster.automation.sensing.observations import fingerprint_source
+
+    land_all(root)
+    present = {
+        t.name: {str(d.name or d.dataflow_id): fingerprint_source(d, refs) for d, refs in t.sources}
+        for t in sensed_tables(table_assets(root))
+    }
+    legacy = json.dumps({"format": 1, "tables": present})  # the fingerprints themselves, as plain JSON
+    data = tick(root, instance, legacy)
+    assert requested(data) == []  # an upgrade is not a change of every table
+    assert data.cursor.startswith("z:")
+    assert unpack_cursor(data.cursor) == {
+        "format": 2,
+        "tables": {name: fingerprint_digest(entry) for name, entry in present.items()},
+    }
+
+
 @pytest.mark.parametrize(
     ("cursor", "reason"),
     [

@@ -194,6 +194,22 @@ def test_watermarks_stored_before_the_first_evaluation_are_not_changes(
     assert len(unpack_cursor(first.cursor)["watermarks"]) == 2
 
 
+def test_a_cursor_written_before_the_packed_form_is_read_by_dataflow_id(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    cli_run(lake)
+    first = tick(defs, instance, None)
+    document = unpack_cursor(first.cursor)
+    assert document["format"] == 2
+    feed = FileWatermarkFeed(lake / "metadata.json", state_base_path=lake / "state")
+    ids = {str(d.name): str(d.dataflow_id) for a in table_assets(lake) for d in a.table.dataflows}
+    legacy = {ids[name]: feed.read(ids[name]).text for name in document["watermarks"]}  # type: ignore[union-attr]
+    old = json.dumps({"format": 1, "watermarks": legacy, "tables": document.get("tables", {})})
+    data = tick(defs, instance, old)
+    assert data.run_requests == []  # the same watermarks: nothing moved
+    assert unpack_cursor(data.cursor) == document
+
+
 def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
     lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
 ) -> None:
