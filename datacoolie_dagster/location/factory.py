@@ -15,7 +15,7 @@ from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, IMPLICIT_AS
 from datacoolie_dagster.automation.schedules import ScheduleSettings, build_schedules, schedule_settings
 from datacoolie_dagster.automation.sensing.partition_sensors import build_partition_sensors
 from datacoolie_dagster.automation.sensing.sensors import (
-    build_automation_sensor,
+    build_automation_sensors,
     build_source_sensors,
     follow_upstreams,
 )
@@ -127,7 +127,8 @@ def build_definitions(
         schedules: ``{stage: {"cron": …, "timezone": …, "catchup": …}}``; wins over a dataflow's
             ``configure.dagster.schedule``. ``catchup: true`` adds the catch-up sensor.
         include_sensors: add the new-source-data sensor (``datacoolie_sources``), the automation
-            sensor that makes downstream tables follow their upstreams (``datacoolie_automation``),
+            sensors that make downstream tables follow their upstreams (``datacoolie_automation``,
+            and ``datacoolie_automation_2``… past a few hundred such tables),
             the partition sensor (``datacoolie_partitions``: the partitions new data touches) and
             the sensor following watermarks moved outside Dagster (``datacoolie_watermarks``).
         sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
@@ -194,7 +195,7 @@ def build_definitions(
                 translator=translator,
                 asset_job=IMPLICIT_ASSET_JOB,
             ),
-            build_automation_sensor(minimum_interval_seconds=interval, default_status=status),
+            *build_automation_sensors(assets, minimum_interval_seconds=interval, default_status=status),
             *build_watermark_sensor(
                 assets,
                 FileWatermarkFeed(

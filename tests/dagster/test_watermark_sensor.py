@@ -22,7 +22,14 @@ from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_dagster import build_definitions
 from datacoolie_dagster.automation.sensing.builder import unpack_cursor
 from datacoolie_dagster.automation.sensing.partition_sensors import PARTITION_SENSOR_NAME
-from datacoolie_dagster.automation.sensing.sensors import AUTOMATED_TAG, TRIGGER_TAG, SensorCursorError
+from datacoolie_dagster.automation.sensing.sensors import (
+    AUTOMATED_TAG,
+    AUTOMATION_SENSOR_NAME,
+    TRIGGER_TAG,
+    SensorCursorError,
+    build_automation_sensors,
+    follow_upstreams,
+)
 from datacoolie_dagster.automation.sensing.watermark_feed import FileWatermarkFeed, windows_between
 from datacoolie_dagster.automation.sensing.watermark_sensor import WATERMARK_SENSOR_NAME
 from datacoolie_dagster.constants import RUN_IDS
@@ -192,6 +199,32 @@ def test_watermarks_stored_before_the_first_evaluation_are_not_changes(
     first = tick(defs, instance, None)
     assert first.run_requests == []
     assert len(unpack_cursor(first.cursor)["watermarks"]) == 2
+
+
+def test_the_automation_split_over_sensors_requests_what_one_sensor_would(
+    lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
+) -> None:
+    assets = follow_upstreams(table_assets(lake), DataCoolieTranslator())
+    conditioned = {a.spec.key for a in assets if a.spec.automation_condition is not None}
+    sensors = build_automation_sensors(assets, shard_size=1)
+    assert [s.name for s in sensors] == [AUTOMATION_SENSOR_NAME] + [
+        f"{AUTOMATION_SENSOR_NAME}_{i}" for i in range(2, len(conditioned) + 1)
+    ]
+    graph = defs.resolve_asset_graph()
+    shares = [s.asset_selection.resolve(graph) & conditioned for s in sensors]
+    assert sum(len(share) for share in shares) == len(conditioned)  # each table in exactly one sensor
+    assert set().union(*shares) == conditioned
+
+    def evaluate(selection: dg.AssetSelection | None, cursor: Any = None) -> Any:
+        return dg.evaluate_automation_conditions(defs=defs, instance=instance, asset_selection=selection, cursor=cursor)
+
+    whole, split = evaluate(None), [evaluate(s.asset_selection) for s in sensors]  # first ticks only record
+    assert materialize(defs, instance, ["bronze/sales/orders"]).success
+    whole = evaluate(None, whole.cursor)
+    split = [evaluate(s.asset_selection, result.cursor) for s, result in zip(sensors, split, strict=True)]
+    one = {key: whole.get_requested_partitions(key) for key in conditioned}
+    assert any(one.values())
+    assert {key: set().union(*(r.get_requested_partitions(key) for r in split)) for key in conditioned} == one
 
 
 def test_a_cursor_written_before_the_packed_form_is_read_by_dataflow_id(

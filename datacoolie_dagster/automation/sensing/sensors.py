@@ -35,13 +35,17 @@ missing or in progress, so a lineage is followed level by level, each level afte
 one succeeded. A partitioned table whose upstreams are partitioned gets
 :func:`follow_upstream_partitions` instead: each of its partitions runs after the upstream
 partitions it reads (a month after all its days), in any window. :func:`build_automation_sensor`
-evaluates those conditions; :func:`follow_upstreams` sets them, with explicit partition mappings.
+evaluates those conditions (:func:`build_automation_sensors`: one sensor per few hundred tables);
+:func:`follow_upstreams` sets them, with explicit partition mappings.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import math
+import operator
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -66,6 +70,8 @@ from datacoolie_dagster.location.translator import DataCoolieTranslator, with_pa
 
 SOURCE_SENSOR_NAME = "datacoolie_sources"
 AUTOMATION_SENSOR_NAME = "datacoolie_automation"
+AUTOMATION_SHARD_SIZE = 300
+"""Tables with an automation condition per automation sensor (see :func:`build_automation_sensors`)."""
 TRIGGER_TAG = TRIGGER
 AUTOMATED_TAG = AUTOMATED
 CURSOR_FORMAT = 1
@@ -405,16 +411,62 @@ def build_automation_sensor(
     *,
     minimum_interval_seconds: int = 30,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    name: str = AUTOMATION_SENSOR_NAME,
+    target: dg.AssetSelection | None = None,
+    tables: int | None = None,
 ) -> dg.AutomationConditionSensorDefinition:
-    """The sensor evaluating the tables' automation conditions (replaces Dagster's default one)."""
+    """A sensor evaluating the automation conditions of ``target`` (every asset by default; replaces
+    Dagster's default one). ``tables``: how many tables with a condition it holds (its description)."""
+    share = f" ({tables} tables)" if tables is not None else ""
     return dg.AutomationConditionSensorDefinition(
-        name=AUTOMATION_SENSOR_NAME,
-        target=dg.AssetSelection.all(),
+        name=name,
+        target=target if target is not None else dg.AssetSelection.all(),
         run_tags={TRIGGER_TAG: "automation", AUTOMATED_TAG: "true"},
         minimum_interval_seconds=minimum_interval_seconds,
         default_status=default_status,
-        description="Materializes DataCoolie tables after the tables they read were materialized.",
+        description=f"Materializes DataCoolie tables after the tables they read were materialized{share}.",
     )
+
+
+def build_automation_sensors(
+    assets: Sequence[TableAsset],
+    *,
+    minimum_interval_seconds: int = 30,
+    default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    shard_size: int = AUTOMATION_SHARD_SIZE,
+) -> list[dg.AutomationConditionSensorDefinition]:
+    """The sensors evaluating the tables' automation conditions, at most about ``shard_size`` tables each.
+
+    One evaluation costs Dagster a few milliseconds per table with a condition (its ~30 condition
+    nodes each get a context, an id and a serialized result in the cursor), so the code location
+    with ``k`` times ``shard_size`` such tables gets ``k`` sensors: ``datacoolie_automation``,
+    ``datacoolie_automation_2``… each evaluating its share. A table's sensor is fixed by a digest of
+    its key and the number of sensors: adding tables moves tables between sensors only when that
+    number changes (a moved table's first evaluation by its new sensor takes the present as its
+    baseline). The first sensor also holds every asset outside these tables (none is left to
+    Dagster's default automation sensor).
+    """
+    conditioned = sorted(a.spec.key for a in assets if a.spec.automation_condition is not None)
+    count = max(1, math.ceil(len(conditioned) / shard_size))
+    if count == 1:
+        return [
+            build_automation_sensor(minimum_interval_seconds=minimum_interval_seconds, default_status=default_status)
+        ]
+    shards: list[list[dg.AssetKey]] = [[] for _ in range(count)]
+    for key in conditioned:
+        shards[int(hashlib.sha256(key.to_user_string().encode()).hexdigest()[:8], 16) % count].append(key)
+    others = [dg.AssetSelection.assets(*keys) for keys in shards[1:]]
+    first = dg.AssetSelection.all() - functools.reduce(operator.or_, others)
+    return [
+        build_automation_sensor(
+            minimum_interval_seconds=minimum_interval_seconds,
+            default_status=default_status,
+            name=AUTOMATION_SENSOR_NAME if index == 0 else f"{AUTOMATION_SENSOR_NAME}_{index + 1}",
+            target=target,
+            tables=len(shards[index]),
+        )
+        for index, target in enumerate([first, *others])
+    ]
 
 
 def triggers_enabled(table: DestinationTable) -> bool:
