@@ -303,7 +303,7 @@ def _scan_files(
     """One lazy frame per file. JSON lines infer their types over every line, as Spark does, which
     costs Polars about 1.6 parses of the file on top of the read: the files' schemas are inferred
     side by side (Polars releases the GIL), which halves that wall time on two cores. (One at a time
-    was measured too: no lower peak RSS, 1.7x the in-process time; docs/perf-write.md.)"""
+    was measured too: no lower peak RSS, 1.7x the in-process time; docs/dev/perf-write.md.)"""
 
     def scan(f: FileInfo) -> pl.LazyFrame | None:  # a remote csv/json file is read from a local copy
         return scan_file(readable_path(f.path, fmt, f.modified, f.size), fmt, options, hive=hive, label=label)

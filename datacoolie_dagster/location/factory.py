@@ -66,7 +66,7 @@ def _freeze_once() -> None:
 
     A code server builds its definitions once and keeps them until it exits; right after, Dagster
     builds the repository and its snapshot, allocating enough for two full collections, each walking
-    every object the build left (~0.35 CPU s of a 1,000-table load, ``docs/perf-load.md``).
+    every object the build left (~0.35 CPU s of a 1,000-table load, ``docs/dev/perf-load.md``).
     ``gc.freeze()`` moves them to the permanent generation, which collections skip (reference
     counting still frees them). The young generations are collected first, so only garbage cycles
     already old at the build escape collection. Once per process: a process that builds many times
