@@ -77,7 +77,7 @@ def test_the_readme_is_a_front_page_that_leads_into_the_guide() -> None:
     assert (DOCS / "index.md").resolve() in linked_pages(README)
 
 
-# how the project was built is no part of it: no tracker items, no working sessions, no notes to someone
+# a page speaks of the product, never of how it was made: no work-item numbers, no notes to someone
 BUILD_HISTORY = re.compile(
     r"\bissue[- ]?#?\d+|\bitem \d+ of\b|\bsession \d\b|\b(?:second|first|this|next) session\b|\bthe lead\b"
     r"|\bby the lead\b|to merge into|\bsitting\b|\btracker\b",

@@ -5,7 +5,7 @@ Settings come from the factory (``schedules={"bronze2silver": {"cron": "0 * * * 
 same keys; the factory wins). Every scheduled run carries ``datacoolie/fire = <schedule>:<fire UTC
 ISO>`` and the ``run_key`` of the same value.
 
-Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (issue 10335). With
+Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (dagster-io/dagster#10335). With
 ``catchup: true`` one sensor, :data:`CATCHUP_SENSOR`, requests one run per earlier missed fire. A
 fire is never run twice:
 
