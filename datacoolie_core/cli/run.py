@@ -23,12 +23,10 @@ from datacoolie_core.platform.paths import printable
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
+    # an option left out keeps the run config's default: the defaults are written once, there
+    given = {name: getattr(args, name) for name in ("max_workers", "retry_count", "retry_delay")}
     return DataCoolieRunConfig(
-        max_workers=args.max_workers,
-        retry_count=args.retry_count,
-        retry_delay=args.retry_delay,
-        stop_on_error=args.stop_on_error,
-        **extra,
+        **{k: v for k, v in given.items() if v is not None}, stop_on_error=args.stop_on_error, **extra
     )
 
 

@@ -11,8 +11,8 @@ from datacoolie_core import DataCoolieRunConfig, ReplayConfig
 
 def test_run_config_defaults() -> None:
     config = DataCoolieRunConfig()
-    assert (config.job_num, config.job_index, config.max_workers) == (1, 0, 8)
-    assert (config.stop_on_error, config.retry_count, config.retry_delay) == (False, 0, 5.0)
+    assert (config.job_num, config.job_index, config.max_workers, config.retry_count) == (1, 0, 4, 1)
+    assert (config.stop_on_error, config.retry_delay) == (False, 5.0)
     assert (config.dry_run, config.retention_hours, config.allowed_function_prefixes) == (False, 168, [])
     assert len(config.job_id) == 36
     assert DataCoolieRunConfig().job_id != config.job_id
