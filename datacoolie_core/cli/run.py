@@ -13,13 +13,13 @@ from datacoolie_core.cli.progress import Progress
 from datacoolie_core.cli.signals import exit_code_of
 from datacoolie_core.errors import DataCoolieError, MetadataError
 from datacoolie_core.metadata.selection import normalize_names
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import ExecutionResult
 from datacoolie_core.observers import ObserverError, Observers, RunContext, parse_targets, start_observers
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_core.platform.paths import printable
+from datacoolie_core.suggestions import did_you_mean
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:

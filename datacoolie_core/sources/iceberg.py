@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform import iceberg_catalog as ic
 from datacoolie_core.sources.base import ReadRequest, ReadResult
 from datacoolie_core.sources.finalize import finalize, read_window, source_label
 from datacoolie_core.sources.window import Comparison, Window, resolve_column, typed_bound
+from datacoolie_core.suggestions import did_you_mean
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

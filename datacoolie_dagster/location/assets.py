@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from datacoolie_core import DataFlow, ReplayConfig
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
+from datacoolie_core.api import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_dagster.constants import (
     DATAFLOWS_RETRIED,
     DELTA_VERSION,
@@ -50,7 +50,7 @@ from datacoolie_dagster.location.tables import (
 from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 if TYPE_CHECKING:
-    from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
+    from datacoolie_core.api import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 RESOURCE_KEY = "datacoolie"
 

@@ -24,11 +24,16 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataCoolieError, FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
-from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
-from datacoolie_core.observers import RunContext
-from datacoolie_core.orchestration.wiring import metadata_file_in
+from datacoolie_core.api import (
+    DataFlowRuntimeInfo,
+    ExecutionResult,
+    ReplayConfig,
+    RunContext,
+    WindowSpec,
+    is_metadata_url,
+    metadata_file_in,
+    url_provider,
+)
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.assets import TableAsset, build_table_assets
 from datacoolie_dagster.location.partitions import TablePartitioning

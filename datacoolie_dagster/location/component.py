@@ -28,7 +28,7 @@ from pathlib import Path
 import dagster as dg
 
 from datacoolie_core import FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
+from datacoolie_core.api import is_metadata_url, url_provider
 from datacoolie_dagster.location.factory import build_definitions
 from datacoolie_dagster.location.location_settings import DataCoolieSettings
 

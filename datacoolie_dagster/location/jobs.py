@@ -32,10 +32,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from datacoolie_core import DataFlow
-from datacoolie_core.cli.progress import describe
-from datacoolie_core.metadata.selection import normalize_names
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.orchestration.distributor import JobDistributor
+from datacoolie_core.api import DataFlowRuntimeInfo, JobDistributor, describe, normalize_names
 from datacoolie_dagster.constants import DATAFLOWS_RETRIED, EMPTY_SHARD, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
@@ -48,7 +45,7 @@ from datacoolie_dagster.location.tables import DestinationTable, identifier, lin
 from datacoolie_dagster.location.touched import window_specs
 
 if TYPE_CHECKING:
-    from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
+    from datacoolie_core.api import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
 PLAN_OP = "datacoolie_shards"

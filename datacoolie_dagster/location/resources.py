@@ -10,7 +10,7 @@ from datacoolie_core import DataCoolieRunConfig
 from datacoolie_dagster.location.location_settings import DRIVER_FIELDS, RuntimeSettings
 
 if TYPE_CHECKING:
-    from datacoolie_core.orchestration.driver import DataCoolieDriver
+    from datacoolie_core.api import DataCoolieDriver
 
 
 class DataCoolieResource(dg.ConfigurableResource, RuntimeSettings):
@@ -26,7 +26,7 @@ class DataCoolieResource(dg.ConfigurableResource, RuntimeSettings):
 
     def driver(self, **overrides: Any) -> DataCoolieDriver:
         """A driver over this resource's metadata; close it (``with``) when done."""
-        from datacoolie_core.orchestration.driver import DataCoolieDriver  # Polars, deltalake: with the first run
+        from datacoolie_core.api import DataCoolieDriver  # Polars, deltalake: with the first run
 
         return DataCoolieDriver(
             metadata_base_path=self.metadata_path,

@@ -29,8 +29,8 @@ from datetime import date, datetime, timedelta
 from itertools import pairwise
 
 from datacoolie_core.limits import MAX_REPLAY_CHUNKS
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.run_config import CHUNK_UNITS
+from datacoolie_core.suggestions import did_you_mean
 
 Bound = date | datetime | int
 
