@@ -27,8 +27,8 @@ if TYPE_CHECKING:
         TransformError,
         WatermarkError,
     )
+    from datacoolie_core.metadata.addresses import is_metadata_url, url_provider
     from datacoolie_core.metadata.file_provider import FileProvider
-    from datacoolie_core.metadata.locations import is_metadata_url, url_provider
     from datacoolie_core.metadata.sections import Owner
     from datacoolie_core.metadata.selection import normalize_names
     from datacoolie_core.metadata.validation import ValidatedDocument, issues_from_validation_error
@@ -59,10 +59,10 @@ if TYPE_CHECKING:
     from datacoolie_core.sources import FILE_FORMATS
     from datacoolie_core.sources.api import ApiReader
     from datacoolie_core.sources.base import ReadRange, ReadRequest
+    from datacoolie_core.sources.collect_and_watermark import source_label
     from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
     from datacoolie_core.sources.date_folders import folder_date_of
     from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files, scan_file
-    from datacoolie_core.sources.finalize import source_label
     from datacoolie_core.sources.iceberg import current_snapshots
     from datacoolie_core.sources.probe import (
         Fingerprint,
@@ -117,8 +117,8 @@ __getattr__, __dir__ = lazy_exports(
         "normalize_path": "datacoolie_core.models.coerce",
         # metadata
         "FileProvider": "datacoolie_core.metadata.file_provider",
-        "is_metadata_url": "datacoolie_core.metadata.locations",
-        "url_provider": "datacoolie_core.metadata.locations",
+        "is_metadata_url": "datacoolie_core.metadata.addresses",
+        "url_provider": "datacoolie_core.metadata.addresses",
         "Owner": "datacoolie_core.metadata.sections",
         "normalize_names": "datacoolie_core.metadata.selection",
         "ValidatedDocument": "datacoolie_core.metadata.validation",
@@ -162,7 +162,7 @@ __getattr__, __dir__ = lazy_exports(
         "FileInfo": "datacoolie_core.sources.file",
         "list_source_files": "datacoolie_core.sources.file",
         "scan_file": "datacoolie_core.sources.file",
-        "source_label": "datacoolie_core.sources.finalize",
+        "source_label": "datacoolie_core.sources.collect_and_watermark",
         "current_snapshots": "datacoolie_core.sources.iceberg",
         "identifier": "datacoolie_core.sources.pushdown",
         "parse_query": "datacoolie_core.sources.pushdown",

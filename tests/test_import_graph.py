@@ -23,7 +23,7 @@ CORE_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     (
         "foundation",
         frozenset(
-            {"lazy", "types", "columns", "errors", "redaction", "suggestions", "limits", "backoff", "faults"}
+            {"lazy", "types", "columns", "errors", "redaction", "suggestions", "input_bounds", "backoff", "faults"}
             | {"plugins", "process_exit", "engine"}
         ),
     ),

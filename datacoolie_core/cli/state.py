@@ -16,8 +16,8 @@ from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
 from datacoolie_core.destinations import get_writer
 from datacoolie_core.destinations.base import CommitLog
 from datacoolie_core.errors import DataCoolieError, MetadataError, WatermarkError
+from datacoolie_core.metadata.addresses import is_metadata_url, url_provider
 from datacoolie_core.metadata.file_provider import FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.orchestration.state_check import (
     app_id_of,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
-from datacoolie_core.limits import MAX_FILE_BYTES
+from datacoolie_core.input_bounds import MAX_FILE_BYTES
 from datacoolie_core.metadata.origins import column_of, object_row
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
 from datacoolie_core.models.connection import Connection

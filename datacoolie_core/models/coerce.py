@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from datacoolie_core.limits import loads_bounded
+from datacoolie_core.input_bounds import loads_bounded
 from datacoolie_core.suggestions import did_you_mean
 
 NAMESPACE = uuid.UUID("da7ac001-e000-4000-8000-000000000000")

@@ -29,7 +29,7 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.platform.storage import delta_storage_options, is_object_store
 from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
-from datacoolie_core.sources.finalize import collect_scan, plan_read, source_label
+from datacoolie_core.sources.collect_and_watermark import collect_scan, plan_read, source_label
 from datacoolie_core.suggestions import did_you_mean
 
 

@@ -29,7 +29,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform import iceberg_catalog as ic
 from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize, read_window, source_label
+from datacoolie_core.sources.collect_and_watermark import finalize, read_window, source_label
 from datacoolie_core.sources.window import Comparison, Window, resolve_column, typed_bound
 from datacoolie_core.suggestions import did_you_mean
 

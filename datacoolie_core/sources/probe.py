@@ -35,9 +35,9 @@ from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.platform.storage import bind_from_environment, delta_storage_options
 from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
 from datacoolie_core.sources.base import ReadRequest
+from datacoolie_core.sources.collect_and_watermark import source_label
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
-from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import identifier, parse_query, table_query
 
 Fingerprint = dict[str, Any]

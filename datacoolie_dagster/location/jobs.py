@@ -37,12 +37,12 @@ from datacoolie_dagster.constants import DATAFLOWS_RETRIED, EMPTY_SHARD, FAILED_
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
 from datacoolie_dagster.location.location_settings import DRIVER_FIELDS
+from datacoolie_dagster.location.masked_steps import masked_events, masked_step
 from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
-from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
-from datacoolie_dagster.location.touched import window_specs
+from datacoolie_dagster.location.touched_partitions import window_specs
 
 if TYPE_CHECKING:
     from datacoolie_core.api import DataCoolieDriver  # loads Polars and deltalake: run time only

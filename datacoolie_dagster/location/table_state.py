@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from datacoolie_core.api import DataFlowRuntimeInfo, WindowSpec, delta_storage_options, table_uri
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.partitions import TablePartitioning
-from datacoolie_dagster.location.touched import partition_rows, window_spec
+from datacoolie_dagster.location.touched_partitions import partition_rows, window_spec
 
 if TYPE_CHECKING:
     import polars as pl
