@@ -53,8 +53,6 @@ DEFERRED_CIRCLES = {
         "the same check as above, the other way: windows reads the chunk units of the run config",
     frozenset({"datacoolie_core.watermark.store", "datacoolie_core.watermark.postgres_store"}):
         "the store factory loads the PostgreSQL store (psycopg2) only for a postgresql:// state URL",
-    frozenset({"datacoolie_dagster.location.io_manager", "datacoolie_dagster.location.table_reads"}):
-        "the IO manager loads its Delta reader (Polars) only when a downstream asset reads a table",
 }  # fmt: skip
 """Circles closed only by a deferred import. None exists at import time (checked separately)."""
 

@@ -28,6 +28,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
 from datacoolie_core.api import (
+    DataCoolieError,
     ReadRange,
     bind_from_environment,
     build_window,
@@ -37,11 +38,23 @@ from datacoolie_core.api import (
 )
 from datacoolie_core.columns import IS_CURRENT
 from datacoolie_dagster import constants
-from datacoolie_dagster.location.io_manager import FORMAT, HISTORY, URI, TableReadError
 from datacoolie_dagster.location.partitions import partition_window
 
 if TYPE_CHECKING:
     from upath import UPath
+
+FORMAT, HISTORY, URI = constants.FORMAT, constants.HISTORY, constants.URI
+
+
+class TableReadError(DataCoolieError):
+    """A downstream asset cannot read a DataCoolie table; the message names the asset and the fix."""
+
+    def __init__(self, asset: str, problem: str, hint: str) -> None:
+        self.asset, self.problem, self.hint = asset, problem, hint
+        super().__init__(f"DataCoolie table {asset}: {problem}; {hint}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.asset, self.problem, self.hint))
 
 
 @dataclass(frozen=True)
