@@ -36,7 +36,7 @@ import dagster as dg
 from pydantic import ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.api import did_you_mean
 from datacoolie_dagster.constants import AUTOMATED, CATCHUP, CONFIGURE_KEY, FIRE, SCHEDULE, TRIGGER
 from datacoolie_dagster.dagster_internal import CODE_LOCATION_TAG, newest_tick_time
 from datacoolie_dagster.location.settings import ScheduleSettings, dagster_settings
