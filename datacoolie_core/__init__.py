@@ -67,7 +67,7 @@ __getattr__, __dir__ = lazy_exports(
         "DataCoolieDriver": "datacoolie_core.orchestration.driver",
         "create_driver": "datacoolie_core.orchestration.driver",
         "JobDistributor": "datacoolie_core.orchestration.distributor",
-        "ParallelExecutor": "datacoolie_core.orchestration.executor",
+        "ParallelExecutor": "datacoolie_core.orchestration.parallel_executor",
         "RetryHandler": "datacoolie_core.orchestration.retry",
         "WatermarkManager": "datacoolie_core.watermark.manager",
     },

@@ -24,10 +24,10 @@ from importlib.metadata import EntryPoint
 from typing import Literal, Protocol
 
 from datacoolie_core.errors import DataCoolieError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
 from datacoolie_core.models.runtime import ExecutionResult
 from datacoolie_core.plugins import entry_points_of
+from datacoolie_core.suggestions import did_you_mean
 
 GROUP = "datacoolie.run_observers"
 

@@ -3,7 +3,7 @@
 When the interpreter exits it runs one more full collection, which walks every tracked object:
 after the driver's imports (pydantic and its ~30 models, Polars, deltalake) that is about 50 ms
 of CPU, a tenth of a short ``datacoolie run`` or Dagster step process
-(``benchmarks/bench.py``, ``docs/perf-start.md``). Freezing the objects in an ``atexit`` hook
+(``benchmarks/bench.py``, ``docs/dev/perf-start.md``). Freezing the objects in an ``atexit`` hook
 moves them out of that collection's reach.
 
 What still happens at exit: the hooks registered before this one run after it (atexit is last

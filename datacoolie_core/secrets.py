@@ -189,7 +189,7 @@ def secret_values(connection: Connection) -> set[str]:
         if isinstance(value, SecretValue) or (key in SECRET_KEYS and key not in unresolved and value):
             found.add(str(value))
     if configure.catalog_properties:  # Iceberg: credentials inside the pyiceberg catalog properties
-        from datacoolie_core.destinations.iceberg_catalog import catalog_secrets
+        from datacoolie_core.platform.iceberg_catalog import catalog_secrets
 
         found |= catalog_secrets(configure.catalog_properties)
     return {v for v in found if v}

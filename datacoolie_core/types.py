@@ -84,6 +84,6 @@ def polars_dtype(type_name: str) -> pl.DataType:
     sized = _SIZED.match(name)  # varchar(20), char(3), timestamp(6) ...
     if sized and sized.group(1).strip() in _SIMPLE:
         return _SIMPLE[sized.group(1).strip()]
-    from datacoolie_core.models.coerce import did_you_mean
+    from datacoolie_core.suggestions import did_you_mean
 
     raise ValueError(f"unknown data type '{type_name}'{did_you_mean(name, _SIMPLE)}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from datacoolie_core.watermark.store import STATE_URL_VARIABLE
+from datacoolie_core.api import STATE_URL_VARIABLE
 from datacoolie_dagster.example import METADATA_PATH as EXAMPLE_METADATA
 from datacoolie_dagster.location.example_jobs import build_example_definitions
 from datacoolie_dagster.location.executors import executor_setting_from_file

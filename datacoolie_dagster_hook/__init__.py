@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from datacoolie_core.observers import RunContext
+    from datacoolie_core.api import RunContext
     from datacoolie_dagster.location.catalog import DagsterCatalog
 
 

@@ -89,9 +89,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="metadata file, a folder holding metadata.json, a metadata API workspace URL or a database URL "
         "(sqlite:///…|postgresql://…?workspace_id=…; URLs need --state-path)",
     )
-    parser.add_argument("--max-workers", type=int, default=8, help="global cap on concurrent dataflows (default 8)")
-    parser.add_argument("--retry-count", type=int, default=0, help="retries after the first attempt")
-    parser.add_argument("--retry-delay", type=float, default=5.0, help="base retry delay in seconds (doubles, max 60)")
+    # no defaults here: an option left out keeps DataCoolieRunConfig's (4 workers, 1 retry, 5 s)
+    parser.add_argument("--max-workers", type=int, default=None, help="global cap on concurrent dataflows (default 4)")
+    parser.add_argument("--retry-count", type=int, default=None, help="retries after the first attempt (default 1)")
+    parser.add_argument(
+        "--retry-delay", type=float, default=None, help="base retry delay in seconds, doubling, max 60 (default 5)"
+    )
     parser.add_argument("--stop-on-error", action="store_true", help="admit nothing new after the first failure")
     parser.add_argument(
         "--log-path", default=None, help="write execution and system logs under this folder ('-': to standard output)"

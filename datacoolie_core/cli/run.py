@@ -13,22 +13,20 @@ from datacoolie_core.cli.progress import Progress
 from datacoolie_core.cli.signals import exit_code_of
 from datacoolie_core.errors import DataCoolieError, MetadataError
 from datacoolie_core.metadata.selection import normalize_names
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import ExecutionResult
 from datacoolie_core.observers import ObserverError, Observers, RunContext, parse_targets, start_observers
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_core.platform.paths import printable
+from datacoolie_core.suggestions import did_you_mean
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> DataCoolieRunConfig:
+    # an option left out keeps the run config's default: the defaults are written once, there
+    given = {name: getattr(args, name) for name in ("max_workers", "retry_count", "retry_delay")}
     return DataCoolieRunConfig(
-        max_workers=args.max_workers,
-        retry_count=args.retry_count,
-        retry_delay=args.retry_delay,
-        stop_on_error=args.stop_on_error,
-        **extra,
+        **{k: v for k, v in given.items() if v is not None}, stop_on_error=args.stop_on_error, **extra
     )
 
 

@@ -11,7 +11,7 @@ same, in two steps:
    or at once on a second signal.
 
 Limit: a thread holding the GIL in one long C call delays both steps until the call returns;
-the metadata bounds (``datacoolie_core.limits``) keep such calls short, and Polars and delta-rs
+the metadata bounds (``datacoolie_core.input_bounds``) keep such calls short, and Polars and delta-rs
 release the GIL.
 """
 

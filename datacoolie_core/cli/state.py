@@ -16,9 +16,8 @@ from datacoolie_core.cli.common import EXIT_DATAFLOW_FAILED, EXIT_OK, EXIT_USAGE
 from datacoolie_core.destinations import get_writer
 from datacoolie_core.destinations.base import CommitLog
 from datacoolie_core.errors import DataCoolieError, MetadataError, WatermarkError
+from datacoolie_core.metadata.addresses import is_metadata_url, url_provider
 from datacoolie_core.metadata.file_provider import FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.orchestration.state_check import (
     app_id_of,
@@ -27,6 +26,7 @@ from datacoolie_core.orchestration.state_check import (
     read_log_state,
 )
 from datacoolie_core.orchestration.wiring import metadata_file_in
+from datacoolie_core.suggestions import did_you_mean
 from datacoolie_core.watermark.integrity import merge_recorded
 from datacoolie_core.watermark.journal import CommitJournal, PendingCommit
 from datacoolie_core.watermark.manager import WatermarkManager

@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from datacoolie_core.cli.common import EXIT_OK, EXIT_USAGE
 from datacoolie_core.errors import MetadataError
-from datacoolie_core.metadata.locations import validate_location
+from datacoolie_core.metadata.addresses import validate_location
 from datacoolie_core.metadata.validation import ValidatedDocument
 from datacoolie_core.models.dataflow import ConnectionRef, DataFlow
 from datacoolie_core.platform.paths import printable

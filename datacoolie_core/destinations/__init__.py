@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from datacoolie_core.errors import DestinationError
 from datacoolie_core.lazy import LazyRegistry, lazy_exports
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.suggestions import did_you_mean
 
 if TYPE_CHECKING:
     from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow, Writer

@@ -18,9 +18,9 @@ from datacoolie_core.destinations.load_strategies import (
 )
 from datacoolie_core.destinations.stream import BatchStream
 from datacoolie_core.errors import DestinationError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
+from datacoolie_core.suggestions import did_you_mean
 
 
 class DeltaWriter:

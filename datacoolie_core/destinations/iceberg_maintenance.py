@@ -16,9 +16,9 @@ import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from datacoolie_core.destinations import iceberg_catalog as ic
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, utc_now
+from datacoolie_core.platform import iceberg_catalog as ic
 
 if TYPE_CHECKING:
     from pyiceberg.table import Table

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from datacoolie_core.destinations import iceberg_catalog as ic
 from datacoolie_core.destinations.base import AppCommit, CommitMarker, LogState, ReplaceWindow, next_marker
 from datacoolie_core.destinations.iceberg_load import ICEBERG_STRATEGIES, KEYED, IcebergTarget, iceberg_frame
 from datacoolie_core.errors import DestinationError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Destination
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
+from datacoolie_core.platform import iceberg_catalog as ic
+from datacoolie_core.suggestions import did_you_mean
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

@@ -22,8 +22,8 @@ from datacoolie_core.destinations import delta, predicates
 from datacoolie_core.destinations.base import CommitMarker, ReplaceWindow
 from datacoolie_core.destinations.scd2_history import MATCH_FROM, Scd2Plan, check_scd2_batch, plan_scd2
 from datacoolie_core.errors import DestinationError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.runtime import DestinationRuntimeInfo
+from datacoolie_core.suggestions import did_you_mean
 
 logger = logging.getLogger(__name__)
 

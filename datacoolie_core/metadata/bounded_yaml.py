@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
-from datacoolie_core.limits import MAX_DEPTH, MAX_NODES
+from datacoolie_core.input_bounds import MAX_DEPTH, MAX_NODES
 
 
 class LimitError(yaml.MarkedYAMLError):

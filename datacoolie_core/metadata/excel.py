@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
-from datacoolie_core.limits import MAX_FILE_BYTES
+from datacoolie_core.input_bounds import MAX_FILE_BYTES
 from datacoolie_core.metadata.origins import column_of, object_row
 from datacoolie_core.metadata.validation import ValidatedDocument, validate_document
-from datacoolie_core.models.coerce import closest, did_you_mean
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import DataFlow, Destination, Source
 from datacoolie_core.models.transform import SchemaHint, Transform
+from datacoolie_core.suggestions import closest, did_you_mean
 
 SHEETS = ("connections", "dataflows", "schema_hints")
 LIST_COLUMNS = frozenset(

@@ -4,7 +4,7 @@ DataCoolie runs these documents and damages tables: two dataflows that read each
 a cycle duplicate rows on every run; a dataflow reading the table it writes re-reads its own output
 (an append on ``__created_at`` grew 3 rows to 12 in three runs); an ``overwrite`` dataflow sharing a
 table with another writer wipes that writer's rows on every run. Each is an error of ``validate`` and
-of every run here, naming the dataflows (README, deliberate differences).
+of every run here, naming the dataflows (docs/differences.md).
 
 Reads are matched to tables by path, as the Dagster lineage does: a file or lakehouse source's
 ``base_path/schema_name/table``, and the tables of a lakehouse ``source.query``. Only active

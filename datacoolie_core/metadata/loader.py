@@ -3,7 +3,7 @@
 JSON and YAML parsers keep the last of two equal keys without a word; a duplicated ``load_type``
 would then silently change what a dataflow does, so duplicates are errors here, with their path.
 YAML timestamps stay strings, as in JSON, so a YAML file means the same as its JSON twin.
-Size, nesting depth and YAML alias expansion are bounded (:mod:`datacoolie_core.limits`).
+Size, nesting depth and YAML alias expansion are bounded (:mod:`datacoolie_core.input_bounds`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from datacoolie_core.errors import MetadataError, MetadataIssue
-from datacoolie_core.limits import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
+from datacoolie_core.input_bounds import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
 
 if TYPE_CHECKING:
     from datacoolie_core.metadata.validation import ValidatedDocument

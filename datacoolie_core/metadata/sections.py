@@ -21,8 +21,8 @@ from importlib.metadata import EntryPoint
 from typing import Any, Literal, Protocol
 
 from datacoolie_core.errors import MetadataIssue
-from datacoolie_core.models.coerce import closest
 from datacoolie_core.plugins import entry_points_of
+from datacoolie_core.suggestions import closest
 
 SECTIONS_GROUP = "datacoolie.configure_sections"
 Owner = Literal["dataflow", "connection"]

@@ -31,13 +31,14 @@ from datacoolie_core.metadata.sections import (
     discovered_sections,
 )
 from datacoolie_core.models.base import OpenConfigure
-from datacoolie_core.models.coerce import closest, describe, did_you_mean
+from datacoolie_core.models.coerce import describe
 from datacoolie_core.models.connection import SECRET_KEYS, Connection
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.date_pattern import parse_pattern
 from datacoolie_core.models.transform import SharedSchemaHint
 from datacoolie_core.platform.paths import shown
 from datacoolie_core.sources.db_kinds import database_problems
+from datacoolie_core.suggestions import closest, did_you_mean
 
 TOP_LEVEL_KEYS = ("$schema", "connections", "dataflows", "schema_hints", "extensions")
 

@@ -8,7 +8,6 @@ into a located validation error) for anything else, never ``TypeError``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import reprlib
@@ -16,7 +15,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from datacoolie_core.limits import loads_bounded
+from datacoolie_core.input_bounds import loads_bounded
+from datacoolie_core.suggestions import did_you_mean
 
 NAMESPACE = uuid.UUID("da7ac001-e000-4000-8000-000000000000")
 """Namespace of DataCoolie's deterministic ids: ``uuid5(NAMESPACE, name)``."""
@@ -44,22 +44,6 @@ def describe(value: Any) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
-
-
-def closest(name: str, candidates: Iterable[str], *, cutoff: float = 0.6) -> str | None:
-    """The candidate closest to ``name``, if any is close enough to be a likely typo."""
-    pool = list(candidates)
-    lowered = {c.lower(): c for c in pool}
-    if name.lower() in lowered:
-        return lowered[name.lower()]
-    matches = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=cutoff)
-    return lowered[matches[0]] if matches else None
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` or ``""``."""
-    match = closest(name, candidates)
-    return f"; did you mean '{match}'?" if match and match != name else ""
 
 
 def ensure_list(value: Any) -> list[Any]:

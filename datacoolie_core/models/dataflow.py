@@ -22,10 +22,11 @@ from datacoolie_core.models.base import (
     StrList,
     located_error,
 )
-from datacoolie_core.models.coerce import build_path, did_you_mean, ensure_choice, ensure_list, name_to_uuid
+from datacoolie_core.models.coerce import build_path, ensure_choice, ensure_list, name_to_uuid
 from datacoolie_core.models.connection import BackwardKeys, Connection
 from datacoolie_core.models.source_api import RangeParam, check_removed_api_keys
 from datacoolie_core.models.transform import OptSqlExpression, PartitionColumn, Transform
+from datacoolie_core.suggestions import did_you_mean
 
 LoadType = Literal["append", "overwrite", "merge_upsert", "merge_overwrite", "scd2"]
 LOAD_TYPES: tuple[str, ...] = get_args(LoadType)

@@ -54,11 +54,12 @@ class DataCoolieRunConfig(_RunModel):
     """Number of shards the external orchestrator launches (indexes ``0..job_num-1``)."""
     job_index: int = Field(0, ge=0)
     """This shard's index."""
-    max_workers: int = Field(8, ge=1)
-    """Global cap on concurrently running dataflows in one executor invocation."""
+    max_workers: int = Field(4, ge=1)
+    """Global cap on concurrently running dataflows in one executor invocation. The one default of
+    the CLI, the Dagster resource, ``build_definitions`` and the component (they read it here)."""
     stop_on_error: Bool = False
-    retry_count: int = Field(0, ge=0)
-    """Retries after the first attempt."""
+    retry_count: int = Field(1, ge=0)
+    """Retries after the first attempt; one by default, for commit conflicts with concurrent runs."""
     retry_delay: float = Field(5.0, ge=0)
     """Base delay in seconds; doubles on each retry, capped at 60 s."""
     dry_run: Bool = False

@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from datacoolie_core.orchestration.dataflow_runner import DataflowRun, run_dataflow
     from datacoolie_core.orchestration.distributor import JobDistributor
     from datacoolie_core.orchestration.driver import DataCoolieDriver, create_driver
-    from datacoolie_core.orchestration.executor import ParallelExecutor
+    from datacoolie_core.orchestration.parallel_executor import ParallelExecutor
     from datacoolie_core.orchestration.retry import RetryHandler
 
 __getattr__, __dir__ = lazy_exports(
@@ -21,7 +21,7 @@ __getattr__, __dir__ = lazy_exports(
         "JobDistributor": "datacoolie_core.orchestration.distributor",
         "DataCoolieDriver": "datacoolie_core.orchestration.driver",
         "create_driver": "datacoolie_core.orchestration.driver",
-        "ParallelExecutor": "datacoolie_core.orchestration.executor",
+        "ParallelExecutor": "datacoolie_core.orchestration.parallel_executor",
         "RetryHandler": "datacoolie_core.orchestration.retry",
     },
 )

@@ -14,7 +14,7 @@ An append or overwrite of a Delta table from a file or Delta source runs as ONE 
 (:func:`streams`): the read is planned lazily, the transforms added to the plan, and delta-rs pulls
 the batches into the commit, so the rows are never held whole. The commit records the new
 watermark, so it is known before the write: one aggregate query over the same pinned rows
-(:func:`~datacoolie_core.sources.finalize.summarize_scan`, reading only the watermark columns)
+(:func:`~datacoolie_core.sources.collect_and_watermark.summarize_scan`, reading only the watermark columns)
 gives it with the count. Merges and scd2 need the batch whole and collect it.
 """
 
@@ -44,7 +44,7 @@ from datacoolie_core.models.runtime import DataFlowRuntimeInfo, OperationType, S
 from datacoolie_core.orchestration.state_check import StateCheck, app_id_of, check_state, is_stateful
 from datacoolie_core.sources import get_reader
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, ScanningReader, SourceScan
-from datacoolie_core.sources.finalize import RowCounter, collect_scan, read_runtime, summarize_scan
+from datacoolie_core.sources.collect_and_watermark import RowCounter, collect_scan, read_runtime, summarize_scan
 from datacoolie_core.sources.shape import expected_columns
 from datacoolie_core.transforms import run_pipeline
 from datacoolie_core.transforms.base import TransformContext, Transformer

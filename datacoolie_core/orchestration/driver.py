@@ -2,7 +2,7 @@
 
 It wires the components (engine, platform, metadata provider, watermark manager, loggers), admits one
 operation at a time, and hands dataflows to the :class:`ParallelExecutor`; everything that happens to
-one dataflow lives in :mod:`datacoolie_core.orchestration.execution`.
+one dataflow lives in :mod:`datacoolie_core.orchestration.dataflow_tasks`.
 
 Example:
     >>> with DataCoolieDriver(metadata_base_path="metadata/", log_base_path="logs/",
@@ -25,8 +25,7 @@ from datacoolie_core.logging.execution_logger import Scrubber
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult, utc_now
-from datacoolie_core.orchestration.distributor import JobDistributor
-from datacoolie_core.orchestration.execution import (
+from datacoolie_core.orchestration.dataflow_tasks import (
     ChunkObserver,
     ExecutionServices,
     WriterLocks,
@@ -36,8 +35,9 @@ from datacoolie_core.orchestration.execution import (
     execute_maintenance,
     execute_replay,
 )
-from datacoolie_core.orchestration.executor import ParallelExecutor
+from datacoolie_core.orchestration.distributor import JobDistributor
 from datacoolie_core.orchestration.maintenance import maintenance_block_reason, select_maintenance_targets
+from datacoolie_core.orchestration.parallel_executor import ParallelExecutor
 from datacoolie_core.orchestration.preparation import QueryRoots
 from datacoolie_core.orchestration.wiring import Components, assemble, teardown
 from datacoolie_core.process_exit import skip_final_collection

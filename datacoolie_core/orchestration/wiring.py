@@ -21,8 +21,8 @@ from datacoolie_core.engine import ensure_engine
 from datacoolie_core.errors import DataCoolieError
 from datacoolie_core.logging.execution_logger import STDOUT, ExecutionLogger, is_stdout
 from datacoolie_core.logging.system_logger import SystemLogger
+from datacoolie_core.metadata.addresses import is_metadata_url, url_provider
 from datacoolie_core.metadata.file_provider import WATERMARK_FOLDER, FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
 from datacoolie_core.metadata.selection import normalize_paths
 from datacoolie_core.models.run_config import DataCoolieRunConfig
 from datacoolie_core.orchestration.preparation import QueryRoots

@@ -108,7 +108,7 @@ class ScanningReader(Protocol):
     """A reader that can also plan its read lazily (:class:`SourceScan`), for a streamed write.
 
     Contract: ``read(source, request)`` equals collecting ``scan(source, request)``
-    (:func:`~datacoolie_core.sources.finalize.collect_scan`); ``None`` when no file qualifies.
+    (:func:`~datacoolie_core.sources.collect_and_watermark.collect_scan`); ``None`` when no file qualifies.
     """
 
     def read(self, source: Source, request: ReadRequest) -> ReadResult | None: ...

@@ -49,8 +49,8 @@ from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources import db_dbapi
 from datacoolie_core.sources.base import ReadRequest, ReadResult
+from datacoolie_core.sources.collect_and_watermark import finalize, read_window, source_label
 from datacoolie_core.sources.db_kinds import KINDS, get_kind
-from datacoolie_core.sources.finalize import finalize, read_window, source_label
 from datacoolie_core.sources.options import polars_options
 from datacoolie_core.sources.pushdown import Columns, parse_query, probe, table_query, where_condition, wrap
 

@@ -25,10 +25,10 @@ import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.sources.db_kinds import DatabaseKind
 from datacoolie_core.sources.pushdown import Columns, probe
+from datacoolie_core.suggestions import did_you_mean
 
 ColumnTypes = list[tuple[str, pl.DataType | None]]
 Scrub = Callable[[str], str]

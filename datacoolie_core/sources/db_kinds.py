@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.connection import Connection
+from datacoolie_core.suggestions import did_you_mean
 
 
 @dataclass(frozen=True)

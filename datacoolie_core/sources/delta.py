@@ -24,12 +24,13 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import build_path, did_you_mean
+from datacoolie_core.models.coerce import build_path
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.platform.storage import delta_storage_options, is_object_store
 from datacoolie_core.sources.base import ReadRequest, ReadResult, SourceScan
-from datacoolie_core.sources.finalize import collect_scan, plan_read, source_label
+from datacoolie_core.sources.collect_and_watermark import collect_scan, plan_read, source_label
+from datacoolie_core.suggestions import did_you_mean
 
 
 class DeltaReader:

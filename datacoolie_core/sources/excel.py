@@ -26,8 +26,8 @@ from typing import Any
 import polars as pl
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.sources.options import polars_options
+from datacoolie_core.suggestions import did_you_mean
 
 DEFAULTS: dict[str, Any] = {"infer_schema_length": None, "raise_if_empty": False}
 ENGINE_DEFAULTS: dict[str, Any] = {"dtype_coercion": "strict"}

@@ -50,11 +50,11 @@ from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform.paths import ensure_confined
 from datacoolie_core.platform.storage import is_object_store, storage_options_for
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult, SourceScan
+from datacoolie_core.sources.collect_and_watermark import collect_scan, lower_bounds, plan_read, source_label
 from datacoolie_core.sources.csv_text import read_csv_strings
 from datacoolie_core.sources.csv_types import infer_and_cast
 from datacoolie_core.sources.date_folders import find_date_folders, folder_bounds, source_levels, watermark_value
 from datacoolie_core.sources.excel import read_excel
-from datacoolie_core.sources.finalize import collect_scan, lower_bounds, plan_read, source_label
 from datacoolie_core.sources.hive import partition_columns, with_partitions
 from datacoolie_core.sources.options import csv_options, json_options, polars_options
 from datacoolie_core.sources.remote_files import (
@@ -303,7 +303,7 @@ def _scan_files(
     """One lazy frame per file. JSON lines infer their types over every line, as Spark does, which
     costs Polars about 1.6 parses of the file on top of the read: the files' schemas are inferred
     side by side (Polars releases the GIL), which halves that wall time on two cores. (One at a time
-    was measured too: no lower peak RSS, 1.7x the in-process time; docs/perf-write.md.)"""
+    was measured too: no lower peak RSS, 1.7x the in-process time; docs/dev/perf-write.md.)"""
 
     def scan(f: FileInfo) -> pl.LazyFrame | None:  # a remote csv/json file is read from a local copy
         return scan_file(readable_path(f.path, fmt, f.modified, f.size), fmt, options, hive=hive, label=label)

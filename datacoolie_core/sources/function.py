@@ -29,10 +29,10 @@ from typing import Any
 import polars as pl
 
 from datacoolie_core.errors import DataCoolieError, SourceError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize, lower_bounds, source_label
+from datacoolie_core.sources.collect_and_watermark import finalize, lower_bounds, source_label
+from datacoolie_core.suggestions import did_you_mean
 
 
 class FunctionReader:

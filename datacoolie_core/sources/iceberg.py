@@ -1,7 +1,7 @@
 """The Iceberg reader: a table of the connection's pyiceberg catalog (S-20), pinned to one snapshot.
 
 Table mode reads ``<namespace>.<table>`` (namespace: the connection's ``database`` and the source's
-``schema_name``; catalog: :mod:`~datacoolie_core.destinations.iceberg_catalog`) at its current
+``schema_name``; catalog: :mod:`~datacoolie_core.platform.iceberg_catalog`) at its current
 snapshot, or at ``read_options.snapshot_id`` (time travel). The snapshot read is recorded in
 ``source_action["snapshot_id"]`` beside the table's sequence number, so a run says which data it saw.
 
@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from datacoolie_core.destinations import iceberg_catalog as ic
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Source
+from datacoolie_core.platform import iceberg_catalog as ic
 from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize, read_window, source_label
+from datacoolie_core.sources.collect_and_watermark import finalize, read_window, source_label
 from datacoolie_core.sources.window import Comparison, Window, resolve_column, typed_bound
+from datacoolie_core.suggestions import did_you_mean
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from datacoolie_core.errors import SourceError
-from datacoolie_core.models.coerce import did_you_mean, to_bool
+from datacoolie_core.models.coerce import to_bool
+from datacoolie_core.suggestions import did_you_mean
 
 ParseMode = Literal["PERMISSIVE", "DROPMALFORMED", "FAILFAST"]
 

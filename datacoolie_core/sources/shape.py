@@ -25,10 +25,10 @@ import polars as pl
 
 from datacoolie_core.columns import FILE_COLUMNS, SYSTEM_COLUMNS, TRAILING_COLUMNS
 from datacoolie_core.errors import SourceError, SourceShapeError, TransformError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import MERGE_LOAD_TYPES, DataFlow, Source
 from datacoolie_core.sources.base import ExpectedColumn, ReadRequest
 from datacoolie_core.sources.window import is_pseudo
+from datacoolie_core.suggestions import did_you_mean
 from datacoolie_core.transforms.base import ColumnNameMode
 from datacoolie_core.transforms.resolve import find_column, reserved_match
 

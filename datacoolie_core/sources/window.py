@@ -44,9 +44,9 @@ import polars as pl
 
 from datacoolie_core.columns import PSEUDO_WATERMARK_COLUMNS
 from datacoolie_core.errors import SourceError, TransformError, WatermarkError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.sources.base import ReadRange
 from datacoolie_core.sources.csv_types import spark_string_cast
+from datacoolie_core.suggestions import did_you_mean
 from datacoolie_core.transforms.base import ColumnNameMode
 from datacoolie_core.transforms.resolve import find_column
 

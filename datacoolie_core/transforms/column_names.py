@@ -14,7 +14,7 @@ import polars as pl
 
 from datacoolie_core.columns import TRAILING_COLUMNS
 from datacoolie_core.errors import TransformError
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.suggestions import did_you_mean
 from datacoolie_core.transforms.base import TransformContext
 
 _UNSAFE = re.compile(r"[^a-z0-9]+")

@@ -17,9 +17,9 @@ from functools import cache
 import polars as pl
 
 from datacoolie_core.errors import TransformError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.plugins import entry_points_of
+from datacoolie_core.suggestions import did_you_mean
 from datacoolie_core.transforms.base import TransformContext, Transformer
 from datacoolie_core.transforms.column_names import ColumnNameSanitizer
 from datacoolie_core.transforms.computed_columns import ColumnAdder

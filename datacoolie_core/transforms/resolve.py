@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from datacoolie_core.errors import TransformError
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_core.models.dataflow import Destination
+from datacoolie_core.suggestions import did_you_mean
 from datacoolie_core.transforms.base import ColumnNameMode, TransformContext
 from datacoolie_core.transforms.column_names import sanitize_name
 

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 import dagster as dg
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.api import did_you_mean
 from datacoolie_dagster.constants import NAMESPACE
 from datacoolie_dagster.location.settings import dagster_settings
 

@@ -5,7 +5,7 @@ Settings come from the factory (``schedules={"bronze2silver": {"cron": "0 * * * 
 same keys; the factory wins). Every scheduled run carries ``datacoolie/fire = <schedule>:<fire UTC
 ISO>`` and the ``run_key`` of the same value.
 
-Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (issue 10335). With
+Catch-up: Dagster 1.13.27 launches only the latest missed tick after downtime (dagster-io/dagster#10335). With
 ``catchup: true`` one sensor, :data:`CATCHUP_SENSOR`, requests one run per earlier missed fire. A
 fire is never run twice:
 
@@ -36,7 +36,7 @@ import dagster as dg
 from pydantic import ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.api import did_you_mean
 from datacoolie_dagster.constants import AUTOMATED, CATCHUP, CONFIGURE_KEY, FIRE, SCHEDULE, TRIGGER
 from datacoolie_dagster.dagster_internal import CODE_LOCATION_TAG, newest_tick_time
 from datacoolie_dagster.location.settings import ScheduleSettings, dagster_settings

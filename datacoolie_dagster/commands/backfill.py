@@ -40,8 +40,7 @@ import dagster as dg
 import sqlalchemy as sa
 from dagster_postgres import PostgresRunStorage
 
-from datacoolie_core.errors import DataCoolieError
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.api import DataCoolieError, did_you_mean
 from datacoolie_dagster import dagster_internal
 from datacoolie_dagster.commands.cli_options import add_location_options, instance_home, load_target
 from datacoolie_dagster.constants import AUTOMATED, TRIGGER

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from datacoolie_core.cli.output import run_masked
+from datacoolie_core.api import run_masked
 from datacoolie_dagster import dagster_internal as internal
 from datacoolie_dagster.commands.adopt import add_adopt_parser
 from datacoolie_dagster.commands.backfill import add_backfill_parser

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from datacoolie_core import DataFlow, ReplayConfig
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
+from datacoolie_core.api import DataFlowRuntimeInfo, ExecutionResult
 from datacoolie_dagster.constants import (
     DATAFLOWS_RETRIED,
     DELTA_VERSION,
@@ -32,9 +32,9 @@ from datacoolie_dagster.constants import (
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.column_lineage import TableColumns
 from datacoolie_dagster.location.freshness import table_freshness
+from datacoolie_dagster.location.masked_steps import masked_events, masked_step
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.provenance import data_version_of, provenance_tags
-from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.results import delta_table_metadata, materialization_metadata
 from datacoolie_dagster.location.settings import FreshnessSettings
@@ -50,7 +50,7 @@ from datacoolie_dagster.location.tables import (
 from datacoolie_dagster.location.translator import DataCoolieTranslator, DataCoolieTranslatorData
 
 if TYPE_CHECKING:
-    from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
+    from datacoolie_core.api import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 RESOURCE_KEY = "datacoolie"
 

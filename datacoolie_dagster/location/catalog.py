@@ -3,7 +3,7 @@
 :func:`build_materializations` turns the driver's runtime records into the events a Dagster run of
 the same tables records: one per unpartitioned table written, and for a partitioned table one per
 partition whose window received rows (from the touched windows the core reports, see
-:mod:`.touched`) or, for a replay chunk that is exactly a partition, that partition. The stage jobs
+:mod:`.touched_partitions`) or, for a replay chunk that is exactly a partition, that partition. The stage jobs
 yield these events; :class:`DagsterCatalog` reports them as runless events after a
 ``datacoolie run`` / ``replay``, so the catalog is true whichever way a table was loaded.
 
@@ -24,18 +24,23 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataCoolieError, FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
-from datacoolie_core.models.run_config import ReplayConfig, WindowSpec
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult
-from datacoolie_core.observers import RunContext
-from datacoolie_core.orchestration.wiring import metadata_file_in
+from datacoolie_core.api import (
+    DataFlowRuntimeInfo,
+    ExecutionResult,
+    ReplayConfig,
+    RunContext,
+    WindowSpec,
+    is_metadata_url,
+    metadata_file_in,
+    url_provider,
+)
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.assets import TableAsset, build_table_assets
 from datacoolie_dagster.location.partitions import TablePartitioning
 from datacoolie_dagster.location.provenance import provenance_tags
 from datacoolie_dagster.location.results import materialization_metadata
 from datacoolie_dagster.location.table_state import merged_figures, partition_metadata
-from datacoolie_dagster.location.touched import PartitionRows, partition_rows, window_spec, window_specs
+from datacoolie_dagster.location.touched_partitions import PartitionRows, partition_rows, window_spec, window_specs
 from datacoolie_dagster.location.translator import DataCoolieTranslator
 
 

@@ -21,12 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
+from datacoolie_core.api import (
+    DataFlowRuntimeInfo,
+    Destination,
+    WatermarkError,
+    delta_storage_options,
+    is_object_store,
+    merge_watermarks,
+    table_uri,
+)
 from datacoolie_core.columns import IS_CURRENT
-from datacoolie_core.errors import WatermarkError
-from datacoolie_core.models.dataflow import Destination
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.platform.storage import delta_storage_options, is_object_store, table_uri
-from datacoolie_core.watermark.merge import merge_watermarks
 from datacoolie_dagster.constants import MAX_WATERMARK_LAG
 from datacoolie_dagster.location.freshness import format_duration, watermark_ages
 
@@ -220,7 +224,7 @@ def _keyed_rows(destination: Destination, path: str) -> tuple[pl.LazyFrame, list
     columns not among them, spelled as the table has them."""
     import polars as pl
 
-    from datacoolie_core.transforms.resolve import final_names
+    from datacoolie_core.api import final_names
 
     frame = pl.scan_delta(path, storage_options=delta_storage_options(path))
     names = frame.collect_schema().names()

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from datacoolie_core import DataFlow
+from datacoolie_core.api import TransformError
 from datacoolie_core.columns import (
     CREATED_AT,
     DATAFLOW_RUN_ID,
@@ -38,11 +39,10 @@ from datacoolie_core.columns import (
     VALID_FROM,
     VALID_TO,
 )
-from datacoolie_core.errors import TransformError
 from datacoolie_dagster.location.tables import SourceRef, query_tables, source_refs
 
 if TYPE_CHECKING:
-    from datacoolie_core.transforms.base import ColumnNameMode
+    from datacoolie_core.api import ColumnNameMode
 
 MODE: ColumnNameMode = "lower"
 """The resource's ``column_name_mode``: the written table's names."""
@@ -64,7 +64,7 @@ _FRAMEWORK_TYPES = {
 def sanitize_name(name: str, mode: ColumnNameMode) -> str:
     """Core's ``sanitize_name``."""
     # core's column naming imports Polars: it loads with the first transform, not with a code location of copies
-    from datacoolie_core.transforms.column_names import sanitize_name as sanitize
+    from datacoolie_core.api import sanitize_name as sanitize
 
     return sanitize(name, mode)
 
@@ -137,7 +137,7 @@ class _Frame:
 
     def find(self, name: str) -> str | None:
         try:
-            from datacoolie_core.transforms.resolve import find_column  # Polars, as sanitize_name
+            from datacoolie_core.api import find_column  # Polars, as sanitize_name
 
             return find_column(list(self.columns), name, MODE)
         except TransformError:  # ambiguous: the run will say so; the catalog does not guess
@@ -172,7 +172,7 @@ def table_columns(dataflows: Sequence[DataFlow], key_of: KeyOf) -> TableColumns:
             into.notes = list(dict.fromkeys([*into.notes, *col.notes]))
     if not merged:  # plain copies (most tables): one shared empty mapping, no garbage-collected dict each
         return TableColumns(_NO_COLUMNS, False, tuple(dict.fromkeys(k for _, keys in plans for k in keys or ())))
-    from datacoolie_core.transforms.column_names import trailing_order  # Polars, as sanitize_name
+    from datacoolie_core.api import trailing_order  # Polars, as sanitize_name
 
     names = trailing_order(list(merged))
     columns = {n: Column(tuple(merged[n].deps), merged[n].type, "; ".join(merged[n].notes) or None) for n in names}
@@ -246,7 +246,7 @@ def _query_frame(query: str, refs: Sequence[SourceRef], key_of: KeyOf) -> tuple[
     by_table = {(s.lower() if s else None, t.lower()): key_of(r) for (s, t), r in zip(tables, refs, strict=True)}
     from sqlglot.lineage import lineage  # with sqlglot's optimizer: loaded for query sources only
 
-    from datacoolie_core.sql.parse import READ_DIALECT
+    from datacoolie_core.api import READ_DIALECT
 
     try:
         outputs = lineage(None, query, schema={}, dialect=READ_DIALECT)
@@ -403,7 +403,7 @@ def _expression(sql: str) -> tuple[tuple[str, ...], str | None]:
     """
     from sqlglot import exp  # with the first expression: a code location of copies never parses SQL
 
-    from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError, column_names, parse_expression
+    from datacoolie_core.api import READ_DIALECT, SqlExpressionError, column_names, parse_expression
 
     try:
         node = parse_expression(sql)

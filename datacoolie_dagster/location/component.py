@@ -24,71 +24,35 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 
 from datacoolie_core import FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
+from datacoolie_core.api import is_metadata_url, url_provider
 from datacoolie_dagster.location.factory import build_definitions
+from datacoolie_dagster.location.location_settings import DataCoolieSettings
 
 
-class DataCoolieComponent(dg.Component, dg.Resolvable, dg.Model):
+class DataCoolieComponent(dg.Component, dg.Resolvable, DataCoolieSettings):
     """DataCoolie metadata as assets, replay partitions and sharded stage jobs."""
 
-    metadata_path: str
-    """The DataCoolie metadata file (JSON, YAML or Excel), relative to the project root, or a metadata
-    API or database URL (``postgresql://…?workspace_id=…``; needs ``state_base_path``)."""
-    stages: list[str] | None = None
-    """Only these stages; default every stage."""
-    state_base_path: str | None = None
-    """Watermarks root (``<state>/watermarks``), relative to the project root; default beside the metadata file."""
-    state_url: str | None = None
-    """State database instead of files (``postgresql://…``), e.g. ``"{{ env.DATACOOLIE_STATE_URL }}"``;
-    excludes ``state_base_path`` (docs/state-store.md)."""
-    log_base_path: str | None = None
-    """Execution and system logs root, relative to the project root; no log files when unset."""
-    max_workers: int = 4
-    retry_count: int = 0
-    retry_delay: float = 5.0
-    include_jobs: bool = True
-    schedules: dict[str, dict[str, Any]] | None = None
-    """``{stage: {cron, timezone, catchup}}``; see ``build_definitions``."""
-    include_sensors: bool = True
-    run_retries: int = 3
-    """Retries of failed automated runs (60 s doubling + jitter); 0: none."""
-    retry_base_delay: float = 60.0
-    max_runs: int | dict[str, int] | None = None
-    """Live runs per stage (an int for every stage, or ``{stage: n}``)."""
-    freshness: dict[str, dict[str, Any]] | None = None
-    """``{stage or "*": {fail_window, warn_window, cron, lower_bound, timezone, max_watermark_lag}}``."""
-    executor: str | dict[str, dict[str, Any] | None] | None = None
-    """The executor of every job and asset run: ``multiprocess`` (default), ``{celery: {broker, backend}}``,
-    ``{k8s: {…}}`` or ``in_process`` (see ``docs/deployment.md``)."""
+    # The attributes are DataCoolieSettings' (every default declared there once); the paths among
+    # them are relative to the project root (see the module docstring).
 
     def build_defs(self, context: dg.ComponentLoadContext) -> dg.Definitions:
         root = context.project_root
         metadata = self.metadata_path if is_metadata_url(self.metadata_path) else _under(root, self.metadata_path)
         state = _under(root, self.state_base_path) if self.state_base_path else None
         ensure_one_root(metadata, root, defs_file=context.path / "defs.yaml", state_base_path=state)
-        return build_definitions(
-            metadata,
-            stages=self.stages,
-            state_base_path=state,
-            state_url=self.state_url or None,
-            log_base_path=_under(root, self.log_base_path) if self.log_base_path else None,
-            max_workers=self.max_workers,
-            retry_count=self.retry_count,
-            retry_delay=self.retry_delay,
-            include_jobs=self.include_jobs,
-            schedules=self.schedules,
-            include_sensors=self.include_sensors,
-            run_retries=self.run_retries,
-            retry_base_delay=self.retry_base_delay,
-            max_runs=self.max_runs,
-            freshness=self.freshness,
-            executor=self.executor,
+        paths = {name: _under(root, getattr(self, name)) for name in _PATHS if getattr(self, name)}
+        settings = DataCoolieSettings(
+            **(dict(self) | paths | {"metadata_path": metadata, "state_url": self.state_url or None})
         )
+        return build_definitions(settings)
+
+
+_PATHS = ("state_base_path", "log_base_path", "sql_base_path", "artifact_base_path")
+"""The settings that are paths, resolved against the project root (with ``metadata_path``)."""
 
 
 def _under(root: Path, path: str) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from functools import partial, wraps
 from typing import Any, ParamSpec, TypeVar
 
@@ -12,7 +12,7 @@ import dagster as dg
 
 from datacoolie_dagster.automation.limits import build_limits_sensor, pool_for, stage_limits
 from datacoolie_dagster.automation.retries import ASSET_SENSOR_NAME, IMPLICIT_ASSET_JOB, build_retry_sensor
-from datacoolie_dagster.automation.schedules import ScheduleSettings, build_schedules, schedule_settings
+from datacoolie_dagster.automation.schedules import build_schedules, schedule_settings
 from datacoolie_dagster.automation.sensing.partition_sensors import build_partition_sensors
 from datacoolie_dagster.automation.sensing.sensors import (
     build_automation_sensors,
@@ -27,8 +27,8 @@ from datacoolie_dagster.location.executors import ExecutorSetting, build_executo
 from datacoolie_dagster.location.freshness import stage_freshness
 from datacoolie_dagster.location.io_manager import IO_MANAGER_KEY, DataCoolieIOManager, with_reads
 from datacoolie_dagster.location.jobs import build_jobs
+from datacoolie_dagster.location.location_settings import DataCoolieSettings
 from datacoolie_dagster.location.resources import DataCoolieResource
-from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.snapshot import read_snapshot
 from datacoolie_dagster.location.translator import DataCoolieTranslator
 
@@ -70,7 +70,7 @@ def _freeze_once() -> None:
 
     A code server builds its definitions once and keeps them until it exits; right after, Dagster
     builds the repository and its snapshot, allocating enough for two full collections, each walking
-    every object the build left (~0.35 CPU s of a 1,000-table load, ``docs/perf-load.md``).
+    every object the build left (~0.35 CPU s of a 1,000-table load, ``docs/dev/perf-load.md``).
     ``gc.freeze()`` moves them to the permanent generation, which collections skip (reference
     counting still frees them). The young generations are collected first, so only garbage cycles
     already old at the build escape collection. Once per process: a process that builds many times
@@ -86,105 +86,74 @@ def _freeze_once() -> None:
 
 @_cyclic_gc_paused
 def build_definitions(
-    metadata_path: str | os.PathLike[str],
+    settings: DataCoolieSettings | str | os.PathLike[str],
     *,
-    stages: str | Sequence[str] | None = None,
     translator: DataCoolieTranslator | None = None,
     resource: DataCoolieResource | None = None,
-    state_base_path: str | os.PathLike[str] | None = None,
-    log_base_path: str | os.PathLike[str] | None = None,
-    max_workers: int = 4,
-    retry_count: int = 1,
-    retry_delay: float = 5.0,
-    include_jobs: bool = True,
-    schedules: Mapping[str, ScheduleSettings | Mapping[str, Any]] | None = None,
-    include_sensors: bool = True,
-    sensor_interval_seconds: int = 30,
-    sensor_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
-    run_retries: int = 3,
-    retry_base_delay: float = 60.0,
-    max_runs: int | Mapping[str, int] | None = None,
     io_manager: DataCoolieIOManager | None = None,
-    freshness: Mapping[str, FreshnessSettings | Mapping[str, Any]] | None = None,
-    state_url: str | None = None,
     executor: ExecutorSetting | None = None,
+    **fields: Any,
 ) -> dg.Definitions:
     """Assets per destination table, external sources, sharded stage jobs and checks.
 
     Pure: reads the metadata file once (every error listed, nothing half-loaded) and touches no data.
 
     Args:
-        metadata_path: DataCoolie metadata: a JSON, YAML or Excel file, a metadata API URL or a
-            database URL (``sqlite:///…`` / ``postgresql://…?workspace_id=…``; URLs need ``state_base_path``).
-        stages: only these stages (name, comma list or list); default every stage.
+        settings: a :class:`DataCoolieSettings`, or the metadata path with the other settings as
+            keyword ``fields`` (``build_definitions("pipeline.json", state_base_path="state")``).
+            Each setting is documented once, on :class:`DataCoolieSettings`.
         translator: a :class:`DataCoolieTranslator` subclass to change keys, groups or metadata.
-        resource: the runtime settings; by default built from the arguments below.
-        state_base_path, log_base_path: where watermarks and logs go (see DataCoolieResource).
-        state_url: a state database (``postgresql://…``) instead of ``state_base_path``, for
-            several hosts (see DataCoolieResource and docs/state-store.md).
-        max_workers, retry_count, retry_delay: driver settings of the default resource.
-        include_jobs: also build the sharded stage jobs and the maintenance job.
-        schedules: ``{stage: {"cron": …, "timezone": …, "catchup": …}}``; wins over a dataflow's
-            ``configure.dagster.schedule``. ``catchup: true`` adds the catch-up sensor.
-        include_sensors: add the new-source-data sensor (``datacoolie_sources``), the automation
-            sensors that make downstream tables follow their upstreams (``datacoolie_automation``,
-            and ``datacoolie_automation_2``… past a few hundred such tables),
-            the partition sensor (``datacoolie_partitions``: the partitions new data touches) and
-            the sensor following watermarks moved outside Dagster (``datacoolie_watermarks``).
-        sensor_interval_seconds, sensor_status: their minimum interval and default status (stopped:
-            turn them on in the UI or with ``dagster sensor start``).
-        run_retries, retry_base_delay: failed automated runs (sensed, scheduled, backfilled) are
-            relaunched by ``datacoolie_retry_sensor`` (op jobs) and ``datacoolie_asset_retry_sensor``
-            (asset runs) after ``retry_base_delay`` s doubling per retry, plus up to 10 % jitter, up to
-            ``run_retries`` times; manual runs never are (0 disables).
-        max_runs: at most this many live runs per stage (an int for every stage, or ``{stage: n}``);
-            a stage's dataflows may set ``configure.dagster.max_runs`` instead (a mapping wins, an
-            int is the default). Runs over the limit wait in the queue (see :mod:`.limits`).
+        resource: the runtime; by default a :class:`DataCoolieResource` of the settings' runtime fields.
         io_manager: how downstream assets read the tables (``datacoolie_io_manager``; e.g. with
             object-store ``storage_options``); default a :class:`DataCoolieIOManager`. See docs/downstream.md.
-        freshness: ``{stage: {"fail_window": "24h", "max_watermark_lag": "2h", …}}`` (``"*"``: every
-            stage): the default of the stage's tables that declare no ``configure.dagster.freshness``
-            (see ``docs/lineage-freshness.md``).
-        executor: the executor of every job and asset run: ``"multiprocess"`` (Dagster's default),
-            ``{"celery": {"broker": …, "backend": …}}``, ``{"k8s": {…}}``, ``"in_process"`` or an
-            ``ExecutorDefinition``; its config is checked at load (see :mod:`.executors`,
-            ``docs/deployment.md``).
+        executor: an ``ExecutorDefinition`` (or a setting as ``DataCoolieSettings.executor``) that
+            wins over the settings' ``executor``; its config is checked at load (see :mod:`.executors`).
+        fields: :class:`DataCoolieSettings` fields, with a metadata path as ``settings``.
+
+    Raises:
+        pydantic.ValidationError: an unknown setting or a bad value, naming the field.
 
     Example:
         >>> defs = build_definitions("metadata/pipeline.json", state_base_path="state")
     """
-    resource = resource or DataCoolieResource(
-        metadata_path=os.fspath(metadata_path),
-        state_base_path=os.fspath(state_base_path) if state_base_path is not None else None,
-        state_url=state_url,
-        log_base_path=os.fspath(log_base_path) if log_base_path is not None else None,
-        max_workers=max_workers,
-        retry_count=retry_count,
-        retry_delay=retry_delay,
-    )
+    if not isinstance(settings, DataCoolieSettings):
+        settings = DataCoolieSettings(metadata_path=os.fspath(settings), **fields)
+    elif fields:
+        settings = DataCoolieSettings(**(dict(settings) | fields))
+    return _build(settings, translator, resource or DataCoolieResource(**settings.runtime()), io_manager, executor)
+
+
+def _build(
+    settings: DataCoolieSettings,
+    translator: DataCoolieTranslator | None,
+    resource: DataCoolieResource,
+    io_manager: DataCoolieIOManager | None,
+    executor: ExecutorSetting | None,
+) -> dg.Definitions:
+    metadata_path, stages = settings.metadata_path, settings.stages
     snapshot = read_snapshot(metadata_path, stages=stages, state_base_path=resource.state_base_path)
     dataflows = snapshot.dataflows
     translator = translator or DataCoolieTranslator()
     stage_names = list(dict.fromkeys(str(d.stage) for d in dataflows if d.stage))
-    defaults = stage_freshness(freshness, stage_names)
+    defaults = stage_freshness(settings.freshness, stage_names)
     assets, sources = build_table_assets(dataflows, translator, freshness=defaults)
     assets = with_reads(follow_upstreams(assets, translator))  # downstream assets load them as Polars frames
-    limits = stage_limits(dataflows, max_runs)
+    limits = stage_limits(dataflows, settings.max_runs)
     pools = {stage: pool_for(stage) for stage in limits}
     # The op jobs carry their resource: a sensor targeting a job that lacks one is rebuilt by
     # Definitions (SensorDefinition.with_attributes), which passes owners=[] and so prints an `owners`
     # BetaWarning in every process that loads the code location (Dagster 1.13.27).
     jobs: list[dg.JobDefinition | dg.UnresolvedAssetJobDefinition] = [
         job.with_top_level_resources({RESOURCE_KEY: resource.get_resource_definition()})
-        for job in (build_jobs(stage_names, assets, pools, snapshot) if include_jobs else [])
+        for job in (build_jobs(stage_names, assets, pools, snapshot) if settings.include_jobs else [])
     ]
     by_stage = {j.tags[STAGE]: j for j in jobs if j.tags.get(STAGE, "*") != "*"}
-    timed = build_schedules(by_stage, schedule_settings(dataflows, schedules)) if include_jobs else []
+    timed = build_schedules(by_stage, schedule_settings(dataflows, settings.schedules)) if settings.include_jobs else []
     sensors: list[dg.SensorDefinition] = (
         [build_limits_sensor({pools[s]: n for s, n in limits.items()})] if limits else []
     )
-    if include_sensors:
-        interval, status = sensor_interval_seconds, sensor_status
+    if settings.include_sensors:
+        interval, status = settings.sensor_interval_seconds, settings.sensor_status
         sensors += [
             # sensed runs go to Dagster's implicit asset job: an asset job of our own over the same
             # tables would cost as much code-location load time again
@@ -209,11 +178,14 @@ def build_definitions(
         sensors += build_partition_sensors(
             assets, minimum_interval_seconds=interval, default_status=status, asset_job=IMPLICIT_ASSET_JOB
         )
-    if run_retries:
+    if settings.run_retries:
         retry = partial(
-            build_retry_sensor, base_delay_seconds=retry_base_delay, max_retries=run_retries, refuse_unknown=False
+            build_retry_sensor,
+            base_delay_seconds=settings.retry_base_delay,
+            max_retries=settings.run_retries,
+            refuse_unknown=False,
         )
-        sensors += [retry(jobs=jobs)] if include_jobs else []
+        sensors += [retry(jobs=jobs)] if settings.include_jobs else []
         sensors.append(retry(name=ASSET_SENSOR_NAME, asset_job=IMPLICIT_ASSET_JOB))
     return dg.Definitions(
         assets=[*build_multi_assets(assets, pools=pools, snapshot=snapshot), *sources],
@@ -224,5 +196,5 @@ def build_definitions(
             RESOURCE_KEY: resource,
             IO_MANAGER_KEY: io_manager or DataCoolieIOManager(metadata_path=resource.metadata_path),
         },
-        executor=build_executor(executor),
+        executor=build_executor(executor if executor is not None else settings.executor),
     )

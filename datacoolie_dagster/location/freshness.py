@@ -23,8 +23,8 @@ from dagster_shared.check import CheckError
 from pydantic import ValidationError
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
+from datacoolie_core.api import did_you_mean
 from datacoolie_core.columns import DATE_FOLDER_PARTITION
-from datacoolie_core.models.coerce import did_you_mean
 from datacoolie_dagster.constants import CONFIGURE_KEY
 from datacoolie_dagster.location.settings import FreshnessSettings, dagster_settings
 

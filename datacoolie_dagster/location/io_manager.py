@@ -23,7 +23,6 @@ from typing import Any
 
 import dagster as dg
 
-from datacoolie_core import DataCoolieError
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.assets import TableAsset
 
@@ -32,7 +31,7 @@ IO_MANAGER_KEY = "datacoolie_io_manager"
 HISTORY = constants.HISTORY
 FORMAT = constants.FORMAT
 CONNECTION = constants.CONNECTION
-URI = "dagster/uri"
+URI = constants.URI
 
 
 class DataCoolieIOManager(dg.ConfigurableIOManagerFactory):
@@ -60,17 +59,6 @@ class DataCoolieIOManager(dg.ConfigurableIOManagerFactory):
         from datacoolie_dagster.location.table_reads import DataCoolieDeltaIOManager
 
         return DataCoolieDeltaIOManager(storage_options=self.storage_options, metadata_path=self.metadata_path)
-
-
-class TableReadError(DataCoolieError):
-    """A downstream asset cannot read a DataCoolie table; the message names the asset and the fix."""
-
-    def __init__(self, asset: str, problem: str, hint: str) -> None:
-        self.asset, self.problem, self.hint = asset, problem, hint
-        super().__init__(f"DataCoolie table {asset}: {problem}; {hint}")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.asset, self.problem, self.hint))
 
 
 def with_reads(assets: Sequence[TableAsset], io_manager_key: str = IO_MANAGER_KEY) -> list[TableAsset]:

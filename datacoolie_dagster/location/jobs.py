@@ -32,22 +32,20 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from datacoolie_core import DataFlow
-from datacoolie_core.cli.progress import describe
-from datacoolie_core.metadata.selection import normalize_names
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.orchestration.distributor import JobDistributor
+from datacoolie_core.api import DataFlowRuntimeInfo, JobDistributor, describe, normalize_names
 from datacoolie_dagster.constants import DATAFLOWS_RETRIED, EMPTY_SHARD, FAILED_DATAFLOWS, FINAL_FAILURE, STAGE
 from datacoolie_dagster.location.assets import RESOURCE_KEY, TableAsset
 from datacoolie_dagster.location.catalog import build_materializations
+from datacoolie_dagster.location.location_settings import DRIVER_FIELDS
+from datacoolie_dagster.location.masked_steps import masked_events, masked_step
 from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
-from datacoolie_dagster.location.redaction import masked_events, masked_step
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.tables import DestinationTable, identifier, lineage_levels, writer_rounds
-from datacoolie_dagster.location.touched import window_specs
+from datacoolie_dagster.location.touched_partitions import window_specs
 
 if TYPE_CHECKING:
-    from datacoolie_core.orchestration.driver import DataCoolieDriver  # loads Polars and deltalake: run time only
+    from datacoolie_core.api import DataCoolieDriver  # loads Polars and deltalake: run time only
 
 ALL_STAGES_JOB = "datacoolie_all_stages"
 PLAN_OP = "datacoolie_shards"
@@ -64,10 +62,11 @@ class ShardJobConfig(dg.Config):
     """Number of shards in total."""
     job_index: int | None = None
     """Run only this shard (0..job_num-1); unset: fan out every shard in this run."""
+    # the DriverSettings fields, per launch; unset: the resource's (test_settings_model pins the names)
     max_workers: int | None = None
     retry_count: int | None = None
     retry_delay: float | None = None
-    stop_on_error: bool = False
+    stop_on_error: bool | None = None
     dry_run: bool = False
 
 
@@ -244,8 +243,7 @@ def _run_shard_op(
             ensure_loaded_snapshot(context, snapshot)
         shard = config.model_dump() | {"job_index": shard_index(context)}
         resource: DataCoolieResource = getattr(context.resources, RESOURCE_KEY)
-        overrides = {k: shard[k] for k in ("job_num", "job_index", "max_workers", "retry_count", "retry_delay",
-                                           "stop_on_error", "dry_run")}  # fmt: skip
+        overrides = {k: shard[k] for k in ("job_num", "job_index", "dry_run", *DRIVER_FIELDS)}
         overrides["touched_windows"] = windows  # a partitioned table records the partitions it touched
         runtimes: list[DataFlowRuntimeInfo] = []
         with masked_step():  # Dagster stores what leaves this body: errors and metadata without secrets

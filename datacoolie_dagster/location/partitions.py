@@ -21,7 +21,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
-from datacoolie_core.orchestration.replay import Chunk, chunk_key, chunk_windows
+from datacoolie_core.api import Chunk, chunk_key, chunk_windows
 from datacoolie_dagster.constants import CONFIGURE_KEY
 from datacoolie_dagster.location.settings import PartitionsSettings, as_datetime, dagster_settings
 

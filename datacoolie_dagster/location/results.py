@@ -8,8 +8,7 @@ from typing import Any
 
 import dagster as dg
 
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.platform.storage import delta_storage_options, table_uri
+from datacoolie_core.api import DataFlowRuntimeInfo, delta_storage_options, table_uri
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.column_lineage import TableColumns, column_description, written_lineage
 from datacoolie_dagster.location.tables import DestinationTable

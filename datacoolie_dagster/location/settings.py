@@ -38,10 +38,7 @@ from pydantic import (
 )
 
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
-from datacoolie_core.metadata.sections import Owner
-from datacoolie_core.metadata.validation import issues_from_validation_error
-from datacoolie_core.models.coerce import did_you_mean
-from datacoolie_core.models.run_config import CALENDAR_UNITS, CHUNK_UNITS
+from datacoolie_core.api import CALENDAR_UNITS, CHUNK_UNITS, Owner, did_you_mean, issues_from_validation_error
 from datacoolie_dagster.constants import CONFIGURE_KEY
 
 _FLAGS = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}

@@ -30,8 +30,7 @@ from pathlib import Path
 import dagster as dg
 
 from datacoolie_core import DataFlow, FileProvider
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
-from datacoolie_core.metadata.validation import ValidatedDocument
+from datacoolie_core.api import ValidatedDocument, is_metadata_url, url_provider
 from datacoolie_dagster.constants import FINAL_FAILURE, METADATA_DIGEST
 
 StepContext = dg.OpExecutionContext | dg.AssetExecutionContext

@@ -27,16 +27,34 @@ from dagster_polars.io_managers.type_routers import DictTypeRouter, resolve_type
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
 
+from datacoolie_core.api import (
+    DataCoolieError,
+    ReadRange,
+    bind_from_environment,
+    build_window,
+    delta_storage_options,
+    is_object_store,
+    window_predicate,
+)
 from datacoolie_core.columns import IS_CURRENT
-from datacoolie_core.platform.storage import bind_from_environment, delta_storage_options, is_object_store
-from datacoolie_core.sources.base import ReadRange
-from datacoolie_core.sources.window import build_window, window_predicate
 from datacoolie_dagster import constants
-from datacoolie_dagster.location.io_manager import FORMAT, HISTORY, URI, TableReadError
 from datacoolie_dagster.location.partitions import partition_window
 
 if TYPE_CHECKING:
     from upath import UPath
+
+FORMAT, HISTORY, URI = constants.FORMAT, constants.HISTORY, constants.URI
+
+
+class TableReadError(DataCoolieError):
+    """A downstream asset cannot read a DataCoolie table; the message names the asset and the fix."""
+
+    def __init__(self, asset: str, problem: str, hint: str) -> None:
+        self.asset, self.problem, self.hint = asset, problem, hint
+        super().__init__(f"DataCoolie table {asset}: {problem}; {hint}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.asset, self.problem, self.hint))
 
 
 @dataclass(frozen=True)
@@ -77,7 +95,7 @@ class DataCoolieDeltaIOManager(PolarsDeltaIOManager):
             return self.storage_options or None
         name = _upstream_metadata(context).get(constants.CONNECTION)
         if self.metadata_path and name:
-            from datacoolie_core.metadata.file_provider import FileProvider
+            from datacoolie_core.api import FileProvider
 
             connection = FileProvider(self.metadata_path).get_connection_by_name(str(name))
             if connection is not None:

@@ -18,12 +18,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from datacoolie_core.models.run_config import WindowSpec
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.platform.storage import delta_storage_options, table_uri
+from datacoolie_core.api import DataFlowRuntimeInfo, WindowSpec, delta_storage_options, table_uri
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.partitions import TablePartitioning
-from datacoolie_dagster.location.touched import partition_rows, window_spec
+from datacoolie_dagster.location.touched_partitions import partition_rows, window_spec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -138,7 +136,7 @@ def _scan(
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
-    from datacoolie_core.transforms.resolve import find_column
+    from datacoolie_core.api import find_column
 
     try:
         table = DeltaTable(table_uri(path), version=version, storage_options=delta_storage_options(path))
@@ -167,7 +165,7 @@ def _within(column: pl.Expr, start: Any, end: Any, scan: pl.LazyFrame) -> pl.Exp
 def _per_partition(
     partitioning: TablePartitioning, spec: WindowSpec, frame: pl.DataFrame, column: str
 ) -> Mapping[str, int]:
-    from datacoolie_core.destinations.touched import touched_windows
+    from datacoolie_core.api import touched_windows
 
     touched = touched_windows(frame.select(column), WindowSpec(column=column, every=spec.every, origin=spec.origin))
     return partition_rows(partitioning, touched).rows if touched is not None else {}

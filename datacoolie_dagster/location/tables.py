@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from datacoolie_core import DataFlow
-from datacoolie_core.models.coerce import build_path, normalize_path
+from datacoolie_core.api import build_path, normalize_path
 from datacoolie_dagster.location.ordering import LineageCycleError, ordered_levels
 
 T = TypeVar("T")
@@ -119,7 +119,7 @@ def query_tables(query: str) -> list[tuple[str | None, str]]:
     """``(schema, table)`` of every table a query reads, as the Delta reader reads it; [] if it does not parse."""
     from sqlglot.errors import ParseError  # sqlglot loads with the first query, not with the code location
 
-    from datacoolie_core.sql.lineage import query_tables as core_query_tables
+    from datacoolie_core.api import query_tables as core_query_tables
 
     try:
         return core_query_tables(query)

@@ -29,7 +29,7 @@ UI_QUERY = """{ instance { info runQueueConfig { maxConcurrentRuns } poolConfig 
 
 def test_every_variable_the_docs_name_is_one_the_code_reads() -> None:
     documents = [REPOSITORY / name for name in ("README.md", "workspace.yaml", "make.sh", "Dockerfile")]
-    documents += sorted((REPOSITORY / "docs").glob("*.md"))
+    documents += sorted((REPOSITORY / "docs").rglob("*.md"))
     # a trailing `_` is a prefix (DATACOOLIE_PG_*), spelled out where it is read
     named = {v for doc in documents for v in re.findall(r"\bDATACOOLIE_[A-Z_]*[A-Z]\b", doc.read_text())}
     sources = [*(REPOSITORY / "datacoolie_core").rglob("*.py"), *(REPOSITORY / "datacoolie_dagster").rglob("*.py")]

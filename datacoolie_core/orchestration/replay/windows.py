@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from itertools import pairwise
 
-from datacoolie_core.limits import MAX_REPLAY_CHUNKS
-from datacoolie_core.models.coerce import did_you_mean
+from datacoolie_core.input_bounds import MAX_REPLAY_CHUNKS
 from datacoolie_core.models.run_config import CHUNK_UNITS
+from datacoolie_core.suggestions import did_you_mean
 
 Bound = date | datetime | int
 
@@ -62,7 +62,7 @@ def chunk_windows(start: Bound, end: Bound, chunk_interval: Mapping[str, int] | 
     Raises:
         ValueError: ``start >= end``, mixed bound kinds, a bad interval, ``step`` without integer
             bounds, a calendar unit without date/datetime bounds, or more than
-            :data:`~datacoolie_core.limits.MAX_REPLAY_CHUNKS` chunks.
+            :data:`~datacoolie_core.input_bounds.MAX_REPLAY_CHUNKS` chunks.
     """
     start, end = _check_bounds(start, end)
     if chunk_interval is None:

@@ -40,7 +40,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.models.source_api import RangeParam
 from datacoolie_core.sources.base import ReadRequest
-from datacoolie_core.sources.finalize import lower_bounds
+from datacoolie_core.sources.collect_and_watermark import lower_bounds
 from datacoolie_core.sources.window import lookup
 
 TEMPORAL_FORMATS = ("iso", "date", "timestamp", "timestamp_ms", "datetime", "datetime_ms")

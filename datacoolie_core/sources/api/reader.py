@@ -9,7 +9,7 @@ into the request as :mod:`~datacoolie_core.sources.api.bounds` says.
 Records become one DataFrame whose schema is the union of the records' keys (a key missing from a
 record is null; a key holding several kinds of value becomes text). A mapped field of a temporal
 format that arrives as ISO text is compared and its watermark stored as a date/datetime, while the
-column itself stays text, as Spark's JSON reading keeps it. The shared tail (:func:`~datacoolie_core.sources.finalize.finalize`) then applies the exact
+column itself stays text, as Spark's JSON reading keeps it. The shared tail (:func:`~datacoolie_core.sources.collect_and_watermark.finalize`) then applies the exact
 watermark window, ``filter_expression``, the count and the new watermark, as for every source.
 """
 
@@ -32,7 +32,7 @@ from datacoolie_core.sources.api.bounds import (
 )
 from datacoolie_core.sources.api.pages import Request, fetch_records
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
-from datacoolie_core.sources.finalize import finalize
+from datacoolie_core.sources.collect_and_watermark import finalize
 
 if TYPE_CHECKING:
     from datacoolie_core.sources.api.client import ApiClient

@@ -39,9 +39,9 @@ from datacoolie_core.platform.storage import bind_from_environment, delta_storag
 from datacoolie_core.secrets import EnvSecretProvider, resolve_connection_secrets
 from datacoolie_core.sources.api import ApiReader
 from datacoolie_core.sources.base import ReadRequest
+from datacoolie_core.sources.collect_and_watermark import source_label
 from datacoolie_core.sources.database import connect, driver_errors, get_dialect, scrub
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, list_source_files
-from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import identifier, parse_query, table_query
 from datacoolie_dagster.automation.sensing.sensable import Fingerprint, ref_name
 from datacoolie_dagster.location.tables import SourceRef

@@ -286,7 +286,7 @@ def partition_keys(partitioning: TablePartitioning, column: str, values: pl.Seri
     import polars as pl
 
     from datacoolie_core.destinations.touched import touched_windows
-    from datacoolie_dagster.location.touched import column_window_spec, partition_rows
+    from datacoolie_dagster.location.touched_partitions import column_window_spec, partition_rows
 
     values = _parsed(values)
     if values.null_count() == len(values):  # nothing new, or only nulls (a Null-typed series has no windows)

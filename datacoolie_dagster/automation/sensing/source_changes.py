@@ -32,9 +32,9 @@ from sqlglot import exp
 from datacoolie_core import DataFlow
 from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME
 from datacoolie_core.errors import SourceError
+from datacoolie_core.sources.collect_and_watermark import source_label
 from datacoolie_core.sources.date_folders import folder_date_of
 from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
-from datacoolie_core.sources.finalize import source_label
 from datacoolie_core.sources.pushdown import identifier
 from datacoolie_dagster.automation.sensing.observations import (
     fetch_rows,

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from datacoolie_core import FileProvider
 from datacoolie_core.errors import WatermarkError
-from datacoolie_core.metadata.locations import is_metadata_url, url_provider
+from datacoolie_core.metadata.addresses import is_metadata_url, url_provider
 from datacoolie_core.watermark import PendingCommit
 from datacoolie_core.watermark.serializer import deserialize_watermark
 from datacoolie_dagster.location.partitions import TablePartitioning

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datacoolie_core import MetadataError
-from datacoolie_core.limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, json_depth_excess, loads_bounded
+from datacoolie_core.input_bounds import MAX_DEPTH, MAX_FILE_BYTES, MAX_NODES, json_depth_excess, loads_bounded
 from datacoolie_core.metadata import read_metadata_file, validate_document
 from datacoolie_core.metadata.loader import _parse_yaml as parse_yaml
 from datacoolie_core.models.coerce import describe

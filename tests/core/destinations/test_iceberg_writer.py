@@ -342,9 +342,9 @@ def test_merge_upsert_into_a_partitioned_table(tmp_path: Path) -> None:
 
 
 def test_a_concurrent_commit_is_a_retryable_conflict_never_a_rebase(tmp_path: Path) -> None:
-    from datacoolie_core.destinations import iceberg_catalog as ic
     from datacoolie_core.destinations.iceberg_writer import fail_fast
     from datacoolie_core.errors import CommitConflictError, TransientError
+    from datacoolie_core.platform import iceberg_catalog as ic
 
     dest = iceberg_destination(tmp_path, load_type="append")
     WRITER.write(pl.DataFrame({"id": [1]}), dest, marker=marker(1))

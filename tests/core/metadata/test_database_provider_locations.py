@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from datacoolie_core.cli import main
+from datacoolie_core.metadata.addresses import is_api_url, is_database_url, url_provider
 from datacoolie_core.metadata.api_provider import APIProvider
 from datacoolie_core.metadata.database_provider import DatabaseProvider
-from datacoolie_core.metadata.locations import is_api_url, is_database_url, url_provider
 from datacoolie_core.redaction import clear_secrets
 from tests.support.api_server import API_KEY, State, serve
 

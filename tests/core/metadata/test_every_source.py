@@ -1,4 +1,4 @@
-"""One metadata file using every source, destination and provider format validates (issue 15's bar).
+"""One metadata file using every source, destination and provider format validates with ``--strict``.
 
 ``tests/fixtures/metadata/every_source.json`` holds one dataflow per reader the engine has, every
 database kind, both hash algorithms, a lake on S3, date folders, Hive partitions and Iceberg both

@@ -11,8 +11,8 @@ from datacoolie_core import DataCoolieRunConfig, ReplayConfig
 
 def test_run_config_defaults() -> None:
     config = DataCoolieRunConfig()
-    assert (config.job_num, config.job_index, config.max_workers) == (1, 0, 8)
-    assert (config.stop_on_error, config.retry_count, config.retry_delay) == (False, 0, 5.0)
+    assert (config.job_num, config.job_index, config.max_workers, config.retry_count) == (1, 0, 4, 1)
+    assert (config.stop_on_error, config.retry_delay) == (False, 5.0)
     assert (config.dry_run, config.retention_hours, config.allowed_function_prefixes) == (False, 168, [])
     assert len(config.job_id) == 36
     assert DataCoolieRunConfig().job_id != config.job_id
@@ -92,3 +92,20 @@ def test_replay_is_frozen() -> None:
     assert replay.save_watermark is True
     with pytest.raises(ValidationError, match="frozen"):
         replay.start = 5  # type: ignore[misc]
+
+
+def test_the_cli_documents_the_run_configs_defaults() -> None:
+    # the CLI leaves the options unset (the run config decides); its help must say the same numbers
+    from datacoolie_core.cli.parsers import build_parser
+
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    helps = {a.dest: a.help or "" for a in run._actions}
+    config = DataCoolieRunConfig()
+    assert f"(default {config.max_workers})" in helps["max_workers"]
+    assert f"(default {config.retry_count})" in helps["retry_count"]
+    assert f"(default {config.retry_delay:g})" in helps["retry_delay"]
+    assert {a.dest: a.default for a in run._actions if a.dest in ("max_workers", "retry_count", "retry_delay")} == {
+        "max_workers": None,
+        "retry_count": None,
+        "retry_delay": None,
+    }

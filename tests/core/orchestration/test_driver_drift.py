@@ -154,7 +154,7 @@ def test_nan_and_null_watermark_values_load_once_and_are_counted(
     assert stored_watermark(lake) == {"score": 1.5}
     # load 2 — new rows: a NaN row and a NULL row pass no bound (as NULL under Spark's >), and are counted
     land(lake, "b.parquet", pl.DataFrame({"id": [4, 5, 6], "score": [2.5, float("nan"), None]}))
-    with caplog.at_level("WARNING", logger="datacoolie_core.sources.finalize"):
+    with caplog.at_level("WARNING", logger="datacoolie_core.sources.collect_and_watermark"):
         runtime = run(lake)
     assert runtime.status == "succeeded"
     assert runtime.source.rows_read == 1

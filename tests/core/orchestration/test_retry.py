@@ -20,7 +20,7 @@ from datacoolie_core.errors import (
     WatermarkError,
 )
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo
-from datacoolie_core.orchestration.executor import ParallelExecutor
+from datacoolie_core.orchestration.parallel_executor import ParallelExecutor
 from datacoolie_core.orchestration.retry import RetryHandler, is_retryable, retry_delays
 from datacoolie_core.sql import SqlExpressionError
 

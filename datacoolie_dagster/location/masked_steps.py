@@ -22,8 +22,7 @@ from typing import Any, TypeVar
 
 import dagster as dg
 
-from datacoolie_core.errors import MaskedError
-from datacoolie_core.redaction import mask, mask_data, masked_streams
+from datacoolie_core.api import MaskedError, mask, mask_data, masked_streams
 
 Event = TypeVar("Event")
 

@@ -8,7 +8,13 @@ from polars.testing import assert_frame_equal
 
 from datacoolie_core.errors import SourceShapeError
 from datacoolie_core.sources import ReadRequest
-from datacoolie_core.sources.finalize import collect_scan, finalize, new_watermark, plan_read, summarize_scan
+from datacoolie_core.sources.collect_and_watermark import (
+    collect_scan,
+    finalize,
+    new_watermark,
+    plan_read,
+    summarize_scan,
+)
 from datacoolie_core.sql import SqlExpressionError
 from tests.core.sources.helpers import REFERENCE_TIME, make_source
 

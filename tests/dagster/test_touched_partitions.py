@@ -18,7 +18,7 @@ from datacoolie_dagster.location.partitions import (
     build_partitions_def,
     table_partitioning,
 )
-from datacoolie_dagster.location.touched import column_window_spec, partition_rows, partition_rows_of_values
+from datacoolie_dagster.location.touched_partitions import column_window_spec, partition_rows, partition_rows_of_values
 from tests.dagster.test_catalog import METADATA
 
 

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from datacoolie_core import DataFlow
-from datacoolie_core.models.run_config import WindowSpec
-from datacoolie_core.models.runtime import TouchedWindows
+from datacoolie_core.api import TouchedWindows, WindowSpec
 from datacoolie_dagster.location.partitions import TablePartitioning
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ def partition_rows_of_values(partitioning: TablePartitioning, dataflow: DataFlow
     """
     import polars as pl  # with the first values mapped (a sensor tick, a test): not with the code location
 
-    from datacoolie_core.destinations.touched import touched_windows
+    from datacoolie_core.api import touched_windows
 
     spec = window_spec(partitioning, dataflow)
     if spec is None:

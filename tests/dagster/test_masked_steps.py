@@ -11,7 +11,7 @@ import pytest
 
 from datacoolie_core.errors import MaskedError
 from datacoolie_core.redaction import register_secret
-from datacoolie_dagster.location.redaction import mask_event, mask_metadata, masked_step
+from datacoolie_dagster.location.masked_steps import mask_event, mask_metadata, masked_step
 
 SECRET = "Pa ss/w:rd@9+é"
 

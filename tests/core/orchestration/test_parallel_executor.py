@@ -11,7 +11,7 @@ import pytest
 
 from datacoolie_core import Connection, DataFlow
 from datacoolie_core.models.runtime import DataFlowRuntimeInfo, Status
-from datacoolie_core.orchestration.executor import ParallelExecutor
+from datacoolie_core.orchestration.parallel_executor import ParallelExecutor
 
 LAKE = Connection.model_validate({"name": "lake", "format": "delta", "configure": {"base_path": "/lake"}})
 
