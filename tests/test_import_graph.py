@@ -60,13 +60,7 @@ PUBLIC_SURFACE = frozenset({"datacoolie_core", "datacoolie_core.api", "datacooli
 """What the Dagster layer may import from core: the package root, the integration API and the
 system column names (constants every writer and reader shares)."""
 
-SURFACE_EXCEPTIONS = {
-    f"datacoolie_dagster.automation.sensing.{name}": "source sensing, moving to datacoolie_core.sources.probe"
-    for name in (
-        "observations", "partition_sensors", "sensable", "sensors", "source_changes", "watermark_feed",
-        "watermark_sensor",
-    )
-}  # fmt: skip
+SURFACE_EXCEPTIONS: dict[str, str] = {}
 """Dagster-layer modules that still import core's internals."""
 
 

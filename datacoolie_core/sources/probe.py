@@ -44,7 +44,9 @@ Fingerprint = dict[str, Any]
 """A JSON-able dict that changes when the source gets new data."""
 
 
-def source_fingerprint(dataflow: DataFlow, delta_tables: Mapping[str, Sequence[str]] | None = None) -> Fingerprint:
+def source_fingerprint(
+    dataflow: DataFlow, delta_tables: Mapping[str, Sequence[str | None]] | None = None
+) -> Fingerprint:
     """The fingerprint of what ``dataflow`` reads.
 
     Args:

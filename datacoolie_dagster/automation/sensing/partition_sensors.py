@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 
 from datacoolie_core import DataFlow
+from datacoolie_core.api import SourceError
 from datacoolie_core.columns import FILE_MODIFICATION_TIME
-from datacoolie_core.errors import SourceError
 from datacoolie_dagster.automation.sensing.builder import SensorOutcome, build_sensing_sensor
 from datacoolie_dagster.automation.sensing.sensable import is_sensable, senses_partitions
 from datacoolie_dagster.automation.sensing.sensors import (
@@ -285,7 +285,7 @@ def partition_keys(partitioning: TablePartitioning, column: str, values: pl.Seri
     """
     import polars as pl
 
-    from datacoolie_core.destinations.touched import touched_windows
+    from datacoolie_core.api import touched_windows
     from datacoolie_dagster.location.touched_partitions import column_window_spec, partition_rows
 
     values = _parsed(values)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from datacoolie_core import DataFlow
-from datacoolie_core.sources import FILE_FORMATS
+from datacoolie_core.api import FILE_FORMATS
 from datacoolie_dagster.location.tables import SourceRef
 
 Fingerprint = dict[str, Any]

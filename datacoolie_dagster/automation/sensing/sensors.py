@@ -53,7 +53,7 @@ from typing import Any
 import dagster as dg
 
 from datacoolie_core import DataFlow
-from datacoolie_core.errors import DataCoolieError, SourceError
+from datacoolie_core.api import DataCoolieError, SourceError
 from datacoolie_dagster.automation.sensing.builder import (
     SensorOutcome,
     build_sensing_sensor,

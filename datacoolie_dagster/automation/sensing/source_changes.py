@@ -30,20 +30,22 @@ from deltalake.exceptions import DeltaError
 from sqlglot import exp
 
 from datacoolie_core import DataFlow
-from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME
-from datacoolie_core.errors import SourceError
-from datacoolie_core.sources.collect_and_watermark import source_label
-from datacoolie_core.sources.date_folders import folder_date_of
-from datacoolie_core.sources.file import EXTENSIONS, FileInfo, scan_file
-from datacoolie_core.sources.pushdown import identifier
-from datacoolie_dagster.automation.sensing.observations import (
+from datacoolie_core.api import (
+    EXTENSIONS,
+    FileInfo,
+    SourceError,
     fetch_rows,
     files_fingerprint,
+    folder_date_of,
+    identifier,
     jsonable,
     open_delta,
+    scan_file,
     source_files,
+    source_label,
     source_query,
 )
+from datacoolie_core.columns import DATE_FOLDER_PARTITION, FILE_MODIFICATION_TIME
 from datacoolie_dagster.automation.sensing.sensable import ref_name
 from datacoolie_dagster.location.tables import SourceRef
 
@@ -102,7 +104,11 @@ def present_state(dataflow: DataFlow, refs: Sequence[SourceRef], column: str) ->
     fmt = dataflow.source.connection.format or ""
     label = source_label(dataflow.source)
     if fmt == "delta":
-        return {"delta_versions": {ref_name(ref): int(open_delta(ref, label).version()) for ref in refs}}
+        return {
+            "delta_versions": {
+                ref_name(ref): int(open_delta([ref.path, ref.fallback_path], label).version()) for ref in refs
+            }
+        }
     if fmt in EXTENSIONS:
         return _files_state(source_files(dataflow, label))
     if fmt == "sql":
@@ -166,7 +172,7 @@ def _delta_change(
     versions: dict[str, int] = {}
     keys: set[str] = set()
     for ref in refs:
-        table = open_delta(ref, label)
+        table = open_delta([ref.path, ref.fallback_path], label)
         name, version = ref_name(ref), int(table.version())
         versions[name] = version
         if seen.get(name) != version:

@@ -14,10 +14,7 @@ from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from datacoolie_core import FileProvider
-from datacoolie_core.errors import WatermarkError
-from datacoolie_core.metadata.addresses import is_metadata_url, url_provider
-from datacoolie_core.watermark import PendingCommit
-from datacoolie_core.watermark.serializer import deserialize_watermark
+from datacoolie_core.api import PendingCommit, WatermarkError, deserialize_watermark, is_metadata_url, url_provider
 from datacoolie_dagster.location.partitions import TablePartitioning
 
 

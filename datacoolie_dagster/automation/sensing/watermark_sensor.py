@@ -44,7 +44,7 @@ from typing import Any
 
 import dagster as dg
 
-from datacoolie_core.errors import WatermarkError
+from datacoolie_core.api import WatermarkError
 from datacoolie_dagster import constants
 from datacoolie_dagster.automation.sensing.builder import (
     SensorOutcome,
