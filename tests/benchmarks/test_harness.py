@@ -89,3 +89,13 @@ def test_equal_tables_compare_equal_whatever_their_system_columns(verify: Module
 )
 def test_differences_are_named(verify: ModuleType, tmp_path: Path, other: pl.DataFrame, problem: str) -> None:
     assert problem in verify.compare(_table(tmp_path / "bare", BARE), _table(tmp_path / "other", other))
+
+
+def test_dlt_venv_pins_only_the_shared_data_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
+    # dlt's own dependencies conflict with pins it does not share with us; the data path must match.
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import datacoolie_peer
+
+    pins = datacoolie_peer._pins(datacoolie_peer.DLT_REQUIREMENT)
+    assert sorted(p.split("==")[0] for p in pins) == ["deltalake", "polars", "polars-runtime-32", "pyarrow"]
+    assert datacoolie_peer._pins(datacoolie_peer.REQUIREMENT)[0] == "-c"
