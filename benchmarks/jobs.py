@@ -11,7 +11,8 @@ The four implementations of each job, all writing ``<root>/work/bench/<scenario>
   for the incremental read; a delta-rs MERGE for the upsert. No lineage or system columns.
 - ``plain``: the bare job plus the same lineage and system columns we add, written by hand with
   polars + deltalake: per-file scans with the three lineage literals, the four system literals, one
-  streamed ``sink_delta``; for the incremental read the count and new watermark are aggregated
+  streamed ``sink_delta``; JSON lines typed over every line (``infer_schema_length=None``), as the
+  contract types them (bare lets Polars look at the first 100 lines); for the incremental read the count and new watermark are aggregated
   before the write, as any job that keeps a watermark must. The gap between bare and plain is the
   cost of the columns DataCoolie writes on every row; the gap between plain and ours is ours.
 - ``ours``: ``datacoolie_core``'s driver on the metadata file, ``driver.run(stage=scenario)``.
@@ -176,8 +177,14 @@ def _scan_csv_text(files: Any) -> Any:
     return pl.scan_csv(files, infer_schema=False)
 
 
+def _scan_every_line(path: Any) -> Any:
+    import polars as pl
+
+    return pl.scan_ndjson(path, infer_schema_length=None)  # typed over every line, as Spark (and ours) types them
+
+
 def _scan_with_lineage(pl: Any, fmt: str, path: Path) -> Any:
-    scan = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": _scan_csv_text}[fmt](path)
+    scan = {"parquet": pl.scan_parquet, "jsonl": _scan_every_line, "csv": _scan_csv_text}[fmt](path)
     mtime = datetime.fromtimestamp(path.stat().st_mtime, UTC)
     return scan.with_columns(
         pl.lit(path.name).alias("__file_name"),
