@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--commands", default=",".join(COMMANDS))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--code", type=Path, default=REPOSITORY, help="the checkout to measure (e.g. an older one)")
     parser.add_argument("--child-definitions", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child_definitions:
@@ -135,7 +136,7 @@ def main() -> None:
         path = Path(tmp) / "metadata.json"
         path.write_text(json.dumps(metadata(args.dataflows)))
         env = environment() | {
-            "PYTHONPATH": os.pathsep.join([str(REPOSITORY), str(Path(__file__).parent)]),
+            "PYTHONPATH": os.pathsep.join([str(args.code.resolve()), str(Path(__file__).parent)]),
             "DATACOOLIE_METADATA": str(path),
             "DATACOOLIE_HOME": str(Path(tmp) / "home"),
         }

@@ -1,6 +1,6 @@
 """Every reference in one command; the tables written into docs/benchmarks.md with the load average.
 
-    .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--rounds 5] [--dataflows 10000]
+    .venv/bin/python benchmarks/run_all.py [--rows 1000000] [--rounds 5] [--dataflows 10000] [--rounds-10k 3]
                                            [--skip bench_many,bench_10k] [--doc docs/benchmarks.md]
 
 Runs, one after the other, each in its own processes: ``bench.py`` (the five 1M-row jobs: bare,
@@ -31,7 +31,7 @@ def scripts(args: argparse.Namespace) -> dict[str, list[str]]:
     return {
         "bench": ["bench.py", "--rows", str(args.rows), "--rounds", rounds],
         "bench_many": ["bench_many.py", "--rounds", rounds],
-        "bench_10k": ["bench_10k.py", "--dataflows", str(args.dataflows), "--rounds", str(min(args.rounds, 3))],
+        "bench_10k": ["bench_10k.py", "--dataflows", str(args.dataflows), "--rounds", str(args.rounds_10k)],
     }
 
 
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--dataflows", type=int, default=10_000)
+    parser.add_argument("--rounds-10k", type=int, default=3, help="rounds of bench_10k (minutes each at 10,000)")
     parser.add_argument("--skip", default="", help="comma-separated: bench, bench_many, bench_10k")
     parser.add_argument("--doc", type=Path, default=HERE.parent / "docs" / "benchmarks.md")
     args = parser.parse_args()
