@@ -92,7 +92,7 @@ def main() -> None:
         print(f"running {' '.join(argv)} ...", flush=True)
         before, after, report = run(argv)
         parts.append(f"### `{' '.join(argv)}`\n\nload average before: {before}; after: {after}\n\n{report}")
-    write_section(args.doc, "\n\n".join(parts))
+        write_section(args.doc, "\n\n".join(parts))  # after each script: a later one may be stopped
     print(f"wrote {args.doc}")
 
 
