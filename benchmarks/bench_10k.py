@@ -104,7 +104,11 @@ def code_server(path: Path, env: dict[str, str]) -> dict[str, Any]:
         cpu = _cpu_seconds(server.pid)
     finally:
         server.terminate()
-        server.wait(timeout=60)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # still shutting down gracefully: not measured any more
+            server.kill()
+            server.wait()
     return {"seconds": ready, "wall": ready, "cpu": cpu, "rss_mib": memory["VmRSS"], "peak_rss_mib": memory["VmHWM"]}
 
 
