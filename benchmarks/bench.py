@@ -1,14 +1,15 @@
-"""Speed and memory of datacoolie_core against the bare job, plain polars + deltalake and DataCoolie 0.2.0.
+"""Speed and memory of datacoolie_core against the bare job, plain polars + deltalake, DataCoolie 0.2.0 and dlt.
 
     .venv/bin/python benchmarks/bench.py [--rows 1000000] [--rounds 5] [--workdir /tmp/datacoolie-bench]
-                                         [--scenarios ...] [--impls bare,plain,ours,datacoolie] [--out FILE]
+                                         [--scenarios ...] [--impls bare,plain,ours,datacoolie,dlt] [--out FILE]
 
 Every measured job runs in its own fresh Python process (jobs.py) with its state prepared
 beforehand and untimed; rounds rotate which implementation goes first. Per job and implementation
 the report gives the in-process time (the job after imports), the whole process (spawn to exit,
 imports included), CPU time (user + system) and peak RSS, as ratios to the bare job (per round,
 median and min-max over rounds). Outputs are kept and checked against the bare job's after the
-timed rounds. ``ours`` and ``datacoolie`` run the same metadata file (dataset.py).
+timed rounds. ``ours`` and ``datacoolie`` run the same metadata file (dataset.py); ``datacoolie``
+and ``dlt`` run in their own benchmark-only venvs (datacoolie_peer.py), created on first use.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from datacoolie_peer import DEFAULT_VENV, PeerUnavailable, ensure_peer
+from datacoolie_peer import DEFAULT_VENV, DLT_REQUIREMENT, DLT_VENV, REQUIREMENT, PeerUnavailable, ensure_peer
 from dataset import SCENARIOS, metadata, prepare_data, prepare_state
 from harness import METRICS, Sample, compile_sources, environment, ratios, rotated, run_child, spread
 from verify import keep_output, verify
 
-IMPLS = ("bare", "plain", "ours", "datacoolie")
+IMPLS = ("bare", "plain", "ours", "datacoolie", "dlt")
 JOBS = Path(__file__).resolve().parent / "jobs.py"
 Results = dict[str, dict[str, list[Sample]]]
 
@@ -40,12 +41,13 @@ def main() -> None:
     parser.add_argument("--scenarios", default=",".join(SCENARIOS))
     parser.add_argument("--impls", default=",".join(IMPLS), help="bare is always measured (the baseline)")
     parser.add_argument("--datacoolie-venv", type=Path, default=DEFAULT_VENV, help="DataCoolie 0.2.0's own venv")
+    parser.add_argument("--dlt-venv", type=Path, default=DLT_VENV, help="dlt's own venv")
     parser.add_argument("--out", type=Path, default=None, help="write the raw measurements as JSON")
     args = parser.parse_args()
     root = args.workdir.resolve()
     compile_sources()  # as installed: no per-process compile of our sources (harness.compile_sources)
     scenarios = args.scenarios.split(",")
-    pythons = _pythons(args.impls.split(","), args.datacoolie_venv)
+    pythons = _pythons(args.impls.split(","), {"datacoolie": args.datacoolie_venv, "dlt": args.dlt_venv})
     _prepare(root, args.rows)
     print(f"load average before: {_load()}", flush=True)
     results: Results = {}
@@ -67,18 +69,23 @@ def main() -> None:
         args.out.write_text(json.dumps(raw, indent=2))
 
 
-def _pythons(impls: list[str], venv: Path) -> dict[str, Path]:
-    """The interpreter of each implementation (bare first); DataCoolie's only if its venv is usable."""
+PEERS = {"datacoolie": ("DataCoolie 0.2.0", REQUIREMENT), "dlt": ("dlt 1.31", DLT_REQUIREMENT)}
+"""The implementations that run in their own benchmark-only venv: their label and requirement."""
+
+
+def _pythons(impls: list[str], venvs: dict[str, Path]) -> dict[str, Path]:
+    """The interpreter of each implementation (bare first); a peer's only if its venv is usable."""
     pythons = {impl: Path(sys.executable) for impl in ["bare", *(i for i in impls if i != "bare")]}
     unknown = set(pythons) - set(IMPLS)
     if unknown:
         raise SystemExit(f"unknown implementation(s) {sorted(unknown)}; known: {', '.join(IMPLS)}")
-    if "datacoolie" in pythons:
-        try:
-            pythons["datacoolie"] = ensure_peer(venv)
-        except PeerUnavailable as error:
-            print(f"DataCoolie 0.2.0 column skipped: {error}", flush=True)
-            del pythons["datacoolie"]
+    for peer, (label, requirement) in PEERS.items():
+        if peer in pythons:
+            try:
+                pythons[peer] = ensure_peer(venvs[peer], requirement)
+            except PeerUnavailable as error:
+                print(f"{label} column skipped: {error}", flush=True)
+                del pythons[peer]
     return pythons
 
 
@@ -104,7 +111,7 @@ def _seconds_line(runs: dict[str, list[Sample]]) -> str:
 
 def report(results: Results, impls: list[str]) -> str:
     """Markdown: ratios to the bare job, ours to plain, then every median with its spread."""
-    peers = [i for i in ("ours", "datacoolie") if i in impls]
+    peers = [i for i in ("ours", "datacoolie", "dlt") if i in impls]
     head = "| job | " + " | ".join(f"{METRICS[m]}: {p}/bare" for m in METRICS for p in peers) + " |"
     lines = ["\n## Ratios to the bare job (median of per-round ratios, min-max)\n", head, _rule(head)]
     for scenario, runs in results.items():
@@ -116,6 +123,9 @@ def report(results: Results, impls: list[str]) -> str:
         )
     if "plain" in impls and "ours" in impls:
         lines += _ratio_table(results, "ours", "plain", "Ours / plain (the bare job plus the same columns, by hand)")
+    for peer, label in (("datacoolie", "DataCoolie 0.2.0"), ("dlt", "dlt 1.31")):
+        if peer in impls and "ours" in impls:
+            lines += _ratio_table(results, "ours", peer, f"Ours / {label}")
     head = "| job | implementation | " + " | ".join(METRICS.values()) + " | imports s |"
     lines += ["\n## Medians (min-max)\n", head, _rule(head)]
     for scenario, runs in results.items():

@@ -1,11 +1,13 @@
-"""DataCoolie 0.2.0 in a benchmark-only virtualenv: a peer to measure, never a dependency of ours.
+"""Peers in benchmark-only virtualenvs: DataCoolie 0.2.0 and dlt, measured, never dependencies of ours.
 
-The venv (default ``benchmarks/.venv-datacoolie``, git-ignored) gets ``datacoolie[polars]==0.2.0``
-plus deltalake and pyarrow, all pinned by our ``constraints.txt``, so both engines run on the same
-Polars, deltalake and pyarrow builds. DataCoolie is driven only through its documented interface
-(the metadata file, ``PolarsEngine``/``LocalPlatform``/``DataCoolieDriver`` as in its README's quick
-start); its source (AGPL) is not read or copied. When it cannot be installed or its libraries differ
-from ours, the column is skipped with the reason.
+Each venv (default ``benchmarks/.venv-datacoolie`` and ``benchmarks/.venv-dlt``, git-ignored) gets
+the peer plus polars, deltalake and pyarrow, all pinned by our ``constraints.txt``, so every
+implementation runs on the same Polars, deltalake and pyarrow builds. DataCoolie is driven only
+through its documented interface (the metadata file, ``PolarsEngine``/``LocalPlatform``/
+``DataCoolieDriver`` as in its README's quick start); its source (AGPL) is not read or copied. dlt
+is driven through its documented Arrow path (``dlt.pipeline`` on the ``filesystem`` destination
+with ``table_format="delta"``). When a peer cannot be installed or its libraries differ from ours,
+its column is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -16,31 +18,45 @@ import sys
 from pathlib import Path
 
 REQUIREMENT = "datacoolie[polars]==0.2.0"
+DLT_REQUIREMENT = "dlt[deltalake,filesystem]==1.31.0"
 SHARED = ("polars", "deltalake", "pyarrow")
 """Installed beside DataCoolie at our pinned versions (its ``polars`` extra does not bring deltalake)."""
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_VENV = Path(__file__).resolve().parent / ".venv-datacoolie"
+DLT_VENV = Path(__file__).resolve().parent / ".venv-dlt"
 
 
 class PeerUnavailable(RuntimeError):
     """Why the DataCoolie column is skipped."""
 
 
-def ensure_peer(venv: Path) -> Path:
+def ensure_peer(venv: Path, requirement: str = REQUIREMENT) -> Path:
     """The venv's python, created and installed on first use; raises :class:`PeerUnavailable`."""
     python = venv / "bin" / "python"
     stamp = venv / ".installed"
-    wanted = json.dumps([REQUIREMENT, _versions(Path(sys.executable))])
+    wanted = json.dumps([requirement, _versions(Path(sys.executable))])
     if not (stamp.exists() and stamp.read_text() == wanted):
-        print(f"installing {REQUIREMENT} into {venv} (benchmark-only) ...", flush=True)
+        print(f"installing {requirement} into {venv} (benchmark-only) ...", flush=True)
         _run([sys.executable, "-m", "venv", "--clear", str(venv)], "create the venv")
         install = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        _run([*install, "-c", str(ROOT / "constraints.txt"), REQUIREMENT, *SHARED], f"pip install {REQUIREMENT}")
+        _run([*install, *_pins(requirement), requirement, *SHARED], f"pip install {requirement}")
         stamp.write_text(wanted)
     ours, theirs = _versions(Path(sys.executable)), _versions(python)
     if ours != theirs:
-        raise PeerUnavailable(f"library versions differ: ours {ours}, DataCoolie's venv {theirs}")
+        raise PeerUnavailable(f"library versions differ: ours {ours}, {requirement}'s venv {theirs}")
     return python
+
+
+def _pins(requirement: str) -> list[str]:
+    """Our whole ``constraints.txt`` for DataCoolie; only the shared libraries' versions for dlt.
+
+    dlt's own dependencies (botocore, sqlglot, ...) conflict with some of our pins that it does
+    not share with us; what must match is the data path: polars, deltalake, pyarrow.
+    """
+    if requirement == REQUIREMENT:
+        return ["-c", str(ROOT / "constraints.txt")]
+    lines = (ROOT / "constraints.txt").read_text().splitlines()
+    return [line.strip() for line in lines if line.split("==")[0].strip() in (*SHARED, "polars-runtime-32")]
 
 
 def _versions(python: Path) -> dict[str, str]:

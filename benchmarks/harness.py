@@ -27,6 +27,7 @@ T = TypeVar("T")
 
 METRICS = {
     "seconds": "in-process s",
+    "job_cpu": "in-process CPU s",
     "wall": "whole process s",
     "cpu": "CPU s",
     "peak_rss_mib": "peak RSS MiB",
@@ -45,7 +46,7 @@ class Sample:
     """Everything else the child printed on its last line (e.g. bench_many's phases)."""
 
     def get(self, metric: str) -> float:
-        value: float = getattr(self, metric)
+        value: float = self.reported[metric] if metric in self.reported else getattr(self, metric)
         return value
 
 

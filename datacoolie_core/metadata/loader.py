@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from datacoolie_core.collector import cyclic_gc_paused
 from datacoolie_core.errors import MetadataError, MetadataIssue
 from datacoolie_core.input_bounds import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
 
@@ -53,7 +54,8 @@ def load_document(path: str | Path) -> ValidatedDocument:
         from datacoolie_core.metadata.excel import load_excel_document
 
         return load_excel_document(path)
-    return validate_document(read_metadata_file(path), file=str(path))
+    with cyclic_gc_paused():  # allocation-heavy, frees almost nothing (datacoolie_core.collector)
+        return validate_document(read_metadata_file(path), file=str(path))
 
 
 def _read_bounded(path: Path) -> str:

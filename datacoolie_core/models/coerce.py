@@ -8,6 +8,7 @@ into a located validation error) for anything else, never ``TypeError``.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import reprlib
@@ -131,13 +132,17 @@ def strip_or_none(value: Any) -> Any:
     return value
 
 
+_PATH_CACHE = 1 << 16
+"""Paths remembered by :func:`build_path` and :func:`normalize_path`: a few per dataflow."""
+
 _PROTOCOL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)(.*)$")
 
 
+@functools.lru_cache(maxsize=_PATH_CACHE)
 def normalize_path(path: str) -> str:
     """DataCoolie's ``normalize_path`` (M-07): ``\\`` -> ``/``, collapse ``//``, strip trailing ``/``.
 
-    A protocol prefix (``s3://``) keeps its double slash.
+    A protocol prefix (``s3://``) keeps its double slash. Cached, as :func:`build_path`.
     """
     text = path.replace("\\", "/")
     match = _PROTOCOL.match(text)
@@ -148,8 +153,13 @@ def normalize_path(path: str) -> str:
     return prefix + rest
 
 
+@functools.lru_cache(maxsize=_PATH_CACHE)
 def build_path(*parts: str | None) -> str:
-    """DataCoolie's ``build_path``: skip empty parts, keep the first part's leading ``/``."""
+    """DataCoolie's ``build_path``: skip empty parts, keep the first part's leading ``/``.
+
+    Cached (a pure function of its strings): a destination's path is derived from its parts each
+    time it is asked for, about ten times per dataflow while a code location loads.
+    """
     kept = [p for p in parts if p]
     if not kept:
         return ""

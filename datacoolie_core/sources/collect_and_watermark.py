@@ -98,11 +98,14 @@ def plan_read(
     apply_filter: bool = True,
     check_unchanged: Callable[[], None] | None = None,
     size_hint: int | None = None,
+    null_free: frozenset[str] = frozenset(),
 ) -> SourceScan:
     """The shape check, then the watermark window and ``filter_expression`` on ``lf`` (nothing read yet).
 
     Both filters sit directly on the scan, in the columns' own dtypes, so Polars pushes them into
-    it (Delta file skipping by statistics, Parquet row-group pruning). Arguments as :func:`finalize`.
+    it (Delta file skipping by statistics, Parquet row-group pruning). Arguments as :func:`finalize`;
+    ``null_free`` names columns known to hold no null (a Delta log's statistics), which the NULL
+    watermark check need not count.
     """
     label = source_label(source)
     schema = _collect_schema(lf, label)
@@ -111,7 +114,7 @@ def plan_read(
         check_framework_columns(schema.names(), source, label=label)
     window = read_window(source, request)
     if window is not None:
-        warn_unordered_watermarks(lf, schema, source, request, label=label)
+        warn_unordered_watermarks(lf, schema, source, request, label=label, null_free=null_free)
         lf = lf.filter(window_predicate(window, schema, label=label))
     if apply_filter and source.filter_expression:
         lf = lf.filter(_compiled_filter(source.filter_expression, schema, label, request.reference_time))
@@ -119,13 +122,20 @@ def plan_read(
 
 
 def warn_unordered_watermarks(
-    lf: pl.LazyFrame, schema: pl.Schema, source: Source, request: ReadRequest, *, label: str
+    lf: pl.LazyFrame,
+    schema: pl.Schema,
+    source: Source,
+    request: ReadRequest,
+    *,
+    label: str,
+    null_free: frozenset[str] = frozenset(),
 ) -> int:
     """Count the source rows whose watermark value is NULL or NaN; warn when there are any.
 
     Such a row passes no lower bound (``col > stored``, as Spark filters NULL; NaN is kept out the
     same way, as it has no order), so only a first or full load reads it. The count is one
-    aggregate over the watermark columns. Returns the count.
+    aggregate over the watermark columns, left out when every one is in ``null_free`` and not a
+    float (a whole pass over the source saved). Returns the count.
     """
     if lower_bounds(source, request) is None:
         return 0
@@ -134,7 +144,7 @@ def warn_unordered_watermarks(
         for c in source.watermark_columns
         if not is_pseudo(c)
     ]
-    if not names:
+    if all(n in null_free and not schema[n].is_float() for n in names):
         return 0
     unordered = [
         pl.col(n).is_null() | pl.col(n).is_nan() if schema[n].is_float() else pl.col(n).is_null() for n in names

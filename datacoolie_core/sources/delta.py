@@ -50,7 +50,9 @@ class DeltaReader:
             ensure_confined(source.connection.base_path, source.path, what="source table")
             table = open_table(source.path, label)
             lf, action = scan_table(table, source.path, label), {"path": source.path, "version": table.version()}
-            size = table_bytes(table)
+            files = table.get_add_actions(flatten=True)
+            size, null_free = _bytes(files), null_free_columns(table, files)
+            return plan_read(lf, source, request, source_action=action, size_hint=size, null_free=null_free)
         return plan_read(lf, source, request, source_action=action, size_hint=size)
 
 
@@ -81,7 +83,32 @@ def scan_table(table: DeltaTable, path: str, label: str) -> pl.LazyFrame:
 
 def table_bytes(table: DeltaTable) -> int:
     """The bytes of the table's data files at its version (from the log: no file is read)."""
-    return sum(table.get_add_actions(flatten=True).column("size_bytes").to_pylist())
+    return _bytes(table.get_add_actions(flatten=True))
+
+
+def _bytes(files: Any) -> int:
+    return sum(files.column("size_bytes").to_pylist())
+
+
+_NULL_COUNT = "null_count."
+
+
+def null_free_columns(table: DeltaTable, files: Any) -> frozenset[str]:
+    """Top-level columns that the log's file statistics prove hold no null (no file is read).
+
+    A column counts only when every data file records its null count and every count is 0; a file
+    without statistics, an empty table or column mapping (statistics then name physical columns)
+    proves nothing. The watermark check skips its count over such columns (NaN is not in the
+    statistics, so float columns are always counted).
+    """
+    if files.num_rows == 0 or table.metadata().configuration.get("delta.columnMapping.mode", "none") != "none":
+        return frozenset()
+    free = set()
+    for name in files.column_names:
+        column = name.removeprefix(_NULL_COUNT)
+        if name.startswith(_NULL_COUNT) and "." not in column and all(v == 0 for v in files.column(name).to_pylist()):
+            free.add(column)
+    return frozenset(free)
 
 
 def referenced_tables(query: str, label: str) -> list[tuple[str | None, str]]:

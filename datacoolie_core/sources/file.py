@@ -25,8 +25,10 @@ them (:mod:`csv_text`, :mod:`csv_types`; ``docs/files.md``).
 
 from __future__ import annotations
 
+import io
 import logging
 import os
+import random
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -322,12 +324,44 @@ def scan_jsonl(path: str, options: dict[str, Any], *, label: str) -> pl.LazyFram
     reads numbers and booleans as their text. ``multiLine`` reads the file as one JSON document.
     """
     spark = json_options(options, label=label)
-    lf = pl.read_json(path).lazy() if spark.multi_line else pl.scan_ndjson(path, infer_schema_length=None)
-    inferred = lf.collect_schema()
+    if spark.multi_line:
+        lf = pl.read_json(path).lazy()
+        inferred = lf.collect_schema()
+    else:
+        inferred = _jsonl_schema(path, spark.sampling_ratio)
     target = {name: _spark_json_dtype(inferred[name], spark.primitives_as_string) for name in sorted(inferred)}
     if spark.multi_line:
         return lf.select(pl.col(name).cast(dtype) for name, dtype in target.items())
     return pl.scan_ndjson(path, schema=target)
+
+
+SAMPLING_SEED = 1
+"""The seed of the line sample, as Spark seeds its sample for schema inference."""
+_SAMPLE_ALL_ABOVE = 0.99
+"""Spark types every line when ``samplingRatio`` is above this (no sampling pass at all)."""
+
+
+def _jsonl_schema(path: str, ratio: float) -> pl.Schema:
+    """The schema of a JSON-lines file, widened over every line, or over a sample of ``ratio`` of them.
+
+    Spark's ``samplingRatio``: above 0.99 every line is typed; below, each line is kept with
+    probability ``ratio`` (a Bernoulli sample, seeded) and only the kept lines are typed. Spark's
+    sample cannot be reproduced line for line (its generator and partitioning differ), so what is
+    guaranteed is Spark's contract: the schema is the widening over a subset of the lines, never
+    empty (the first line is used if the sample is), deterministic for a given file.
+    """
+    if ratio <= _SAMPLE_ALL_ABOVE:
+        with open(path, "rb") as file:
+            lines = [line for line in file.read().splitlines(keepends=True) if line.strip()]
+        if lines:
+            return _sampled_schema(lines, ratio)
+    return pl.scan_ndjson(path, infer_schema_length=None).collect_schema()
+
+
+def _sampled_schema(lines: list[bytes], ratio: float) -> pl.Schema:
+    draw = random.Random(SAMPLING_SEED).random
+    sample = [line for line in lines if draw() < ratio] or lines[:1]
+    return pl.read_ndjson(io.BytesIO(b"".join(sample)), infer_schema_length=None).schema
 
 
 def _spark_json_dtype(declared: PolarsDataType, as_string: bool) -> pl.DataType:

@@ -55,6 +55,8 @@ class JsonOptions:
 
     primitives_as_string: bool = False
     multi_line: bool = False
+    sampling_ratio: float = 1.0
+    """Spark's ``samplingRatio``: the fraction of JSON lines that schema inference looks at (0 < r <= 1)."""
 
 
 _CSV_KEYS = {
@@ -70,7 +72,11 @@ _CSV_KEYS = {
 }  # fmt: skip
 """Spark CSV option names (lower-cased, as Spark matches them) and the older Polars aliases."""
 
-_JSON_KEYS = {"primitivesasstring": "primitives_as_string", "multiline": "multi_line"}
+_JSON_KEYS = {
+    "primitivesasstring": "primitives_as_string",
+    "multiline": "multi_line",
+    "samplingratio": "sampling_ratio",
+}
 
 _SPARK_NAMES = {
     "header": "header", "sep": "sep", "delimiter": "delimiter", "quote": "quote", "escape": "escape",
@@ -78,7 +84,7 @@ _SPARK_NAMES = {
     "dateformat": "dateFormat", "timestampformat": "timestampFormat", "multiline": "multiLine",
     "encoding": "encoding", "charset": "charset", "ignoreleadingwhitespace": "ignoreLeadingWhiteSpace",
     "ignoretrailingwhitespace": "ignoreTrailingWhiteSpace", "mode": "mode",
-    "primitivesasstring": "primitivesAsString",
+    "primitivesasstring": "primitivesAsString", "samplingratio": "samplingRatio",
 }  # fmt: skip
 
 _BOOLEANS = frozenset(
@@ -109,9 +115,26 @@ def json_options(options: Mapping[str, Any], *, label: str) -> JsonOptions:
     """``read_options`` of a JSON-lines source as :class:`JsonOptions`.
 
     Raises:
-        SourceError: an unknown key or a bad boolean.
+        SourceError: an unknown key, a bad boolean or a ``samplingRatio`` that is not a number in (0, 1].
     """
-    return JsonOptions(**_spark_values(options, _JSON_KEYS, "JSON", label))
+    values = _spark_values(options, _JSON_KEYS, "JSON", label)
+    if "sampling_ratio" in values:
+        values["sampling_ratio"] = _sampling_ratio(values["sampling_ratio"], label)
+    return JsonOptions(**values)
+
+
+def _sampling_ratio(text: str, label: str) -> float:
+    """``samplingRatio`` as a float in (0, 1]: the fraction of lines schema inference may look at."""
+    try:
+        ratio = float(text)
+    except ValueError:
+        ratio = float("nan")
+    if not 0 < ratio <= 1:  # NaN fails too
+        raise SourceError(
+            f"{label}: read option 'samplingRatio' must be a number greater than 0 and at most 1 "
+            f"(the fraction of lines used to infer the schema), got {text!r}; 1.0 (the default) types every line"
+        )
+    return ratio
 
 
 def _spark_values(options: Mapping[str, Any], keys: Mapping[str, str], fmt: str, label: str) -> dict[str, Any]:

@@ -89,3 +89,28 @@ def test_equal_tables_compare_equal_whatever_their_system_columns(verify: Module
 )
 def test_differences_are_named(verify: ModuleType, tmp_path: Path, other: pl.DataFrame, problem: str) -> None:
     assert problem in verify.compare(_table(tmp_path / "bare", BARE), _table(tmp_path / "other", other))
+
+
+def test_dlt_venv_pins_only_the_shared_data_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
+    # dlt's own dependencies conflict with pins it does not share with us; the data path must match.
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import datacoolie_peer
+
+    pins = datacoolie_peer._pins(datacoolie_peer.DLT_REQUIREMENT)
+    assert sorted(p.split("==")[0] for p in pins) == ["deltalake", "polars", "polars-runtime-32", "pyarrow"]
+    assert datacoolie_peer._pins(datacoolie_peer.REQUIREMENT)[0] == "-c"
+
+
+def test_run_all_replaces_only_its_own_section_of_the_doc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import run_all
+
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# Benchmarks\n\nhand-written text\n")
+    run_all.write_section(doc, "first run")
+    run_all.write_section(doc, "second run")
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nhand-written text\n")
+    assert "second run" in text
+    assert "first run" not in text
+    assert text.count(run_all.BEGIN) == 1

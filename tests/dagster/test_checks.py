@@ -89,3 +89,13 @@ def test_a_duplicate_within_one_partition_fails_without_blaming_the_partition_co
     description = evaluation.description or ""
     assert "order_id=2: 2 rows (order_month in 2024-02)" in description
     assert "changed" not in description
+
+
+def test_a_check_on_an_asset_outside_its_multi_asset_is_refused() -> None:
+    # the multi-asset turns Dagster's own (quadratic) target check off and makes this one instead
+    from datacoolie_dagster.location.assets import _check_targets
+
+    key, stray = dg.AssetKey(["lake", "t"]), dg.AssetKey(["lake", "elsewhere"])
+    _check_targets([dg.AssetCheckSpec("load_consistent", asset=key)], {key: object()})
+    with pytest.raises(dg.DagsterInvalidDefinitionError, match=r"lake.*elsewhere.*not an asset of this multi-asset"):
+        _check_targets([dg.AssetCheckSpec("load_consistent", asset=stray)], {key: object()})

@@ -91,3 +91,38 @@ def test_query_with_unknown_table_lists_what_exists(tmp_path: Path) -> None:
 )
 def test_referenced_tables(query: str, expected: list[tuple[str | None, str]]) -> None:
     assert referenced_tables(query, "s") == expected
+
+
+def test_null_free_columns_are_those_every_files_statistics_show_without_a_null(tmp_path: Path) -> None:
+    from deltalake import DeltaTable
+
+    from datacoolie_core.sources.delta import null_free_columns
+
+    write_table(tmp_path, "sales/t", pl.DataFrame({"id": [1, 2], "ts": _utc(1, 2), "note": ["a", None]}))
+    write_table(tmp_path, "sales/t", pl.DataFrame({"id": [3], "ts": pl.Series("ts", [None], pl.Datetime("us", "UTC")),
+                                                   "note": ["b"]}))  # fmt: skip
+    table = DeltaTable(str(tmp_path / "lake/sales/t"))
+    assert null_free_columns(table, table.get_add_actions(flatten=True)) == {"id"}  # ts: null in the 2nd file
+
+
+def test_a_null_watermark_in_a_later_file_is_still_counted_and_warned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = delta_source(tmp_path, table="orders", watermark_columns=["ts"])
+    write_table(tmp_path, "sales/orders", pl.DataFrame({"id": [1, 2], "ts": _utc(1, 2)}))
+    write_table(tmp_path, "sales/orders", pl.DataFrame({"id": [3], "ts": pl.Series("ts", [None], pl.Datetime("us", "UTC"))}))  # fmt: skip
+    with caplog.at_level("WARNING"):
+        run = read_ok(source, {"ts": datetime(2024, 1, 1, 1, tzinfo=UTC)})
+    assert run.data["id"].to_list() == [2]
+    assert "1 source row(s) have a NULL or NaN watermark value (ts)" in caplog.text
+
+
+def test_no_warning_when_the_statistics_prove_the_watermark_has_no_null(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = delta_source(tmp_path, table="orders", watermark_columns=["ts"])
+    write_table(tmp_path, "sales/orders", pl.DataFrame({"id": [1, 2], "ts": _utc(1, 2)}))
+    with caplog.at_level("WARNING"):
+        run = read_ok(source, {"ts": datetime(2024, 1, 1, 1, tzinfo=UTC)})
+    assert run.data["id"].to_list() == [2]
+    assert "NULL or NaN" not in caplog.text

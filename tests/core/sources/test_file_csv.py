@@ -199,3 +199,45 @@ def test_unknown_json_option_is_named(tmp_path: Path) -> None:
         SourceError, match=r"'primitiveAsString' is not a JSON read option.*did you mean 'primitivesAsString'"
     ):
         read(source)
+
+
+# --- JSON lines: samplingRatio ---------------------------------------------------------------------
+
+
+def _jsonl(tmp_path: Path, options: dict[str, Any]) -> Any:
+    return file_source(tmp_path, "jsonl", configure={"read_options": options})
+
+
+def test_sampling_ratio_one_types_every_line_as_the_default_does(tmp_path: Path) -> None:
+    land(tmp_path, "a.jsonl", '{"a": 1}\n' * 300 + '{"a": 2.5, "late": "x"}\n')
+    default = business(read_ok(_jsonl(tmp_path, {})).data)
+    explicit = business(read_ok(_jsonl(tmp_path, {"samplingRatio": "1.0"})).data)
+    assert_frame_equal(explicit, default)
+    assert explicit.schema == pl.Schema({"a": pl.Float64(), "late": pl.String()})
+
+
+def test_sampling_ratio_types_a_subset_of_the_lines_the_same_subset_every_run(tmp_path: Path) -> None:
+    # each line has a key of its own: the columns are exactly the keys of the lines that were typed
+    land(tmp_path, "a.jsonl", "".join(f'{{"id": {i}, "k{i:03d}": {i}}}\n' for i in range(200)))
+    first = business(read_ok(_jsonl(tmp_path, {"samplingRatio": 0.5})).data)
+    again = business(read_ok(_jsonl(tmp_path, {"SAMPLINGRATIO": "0.5"})).data)
+    typed = [c for c in first.columns if c.startswith("k")]
+    assert 50 < len(typed) < 150  # about half of 200, from a seeded Bernoulli sample
+    assert first.height == 200
+    assert first["id"].to_list() == list(range(200))
+    assert again.columns == first.columns
+    assert all(first[c].drop_nulls().to_list() == [int(c[1:])] for c in typed)  # the sampled line's value
+
+
+def test_a_tiny_sampling_ratio_still_types_one_line(tmp_path: Path) -> None:
+    land(tmp_path, "a.jsonl", '{"a": 1}\n{"a": 2}\n')
+    data = business(read_ok(_jsonl(tmp_path, {"samplingRatio": "0.0001"})).data)
+    assert data.schema == pl.Schema({"a": pl.Int64()})
+    assert data["a"].to_list() == [1, 2]
+
+
+@pytest.mark.parametrize("ratio", ["0", "-0.5", "1.5", "half", "nan"])
+def test_a_sampling_ratio_outside_zero_to_one_is_an_error_naming_the_option(tmp_path: Path, ratio: str) -> None:
+    land(tmp_path, "a.jsonl", '{"a": 1}\n')
+    with pytest.raises(SourceError, match=r"read option 'samplingRatio' must be a number greater than 0 and at most 1"):
+        read(_jsonl(tmp_path, {"samplingRatio": ratio}))
