@@ -24,7 +24,7 @@ CORE_LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         "foundation",
         frozenset(
             {"lazy", "types", "columns", "errors", "redaction", "suggestions", "input_bounds", "backoff", "faults"}
-            | {"plugins", "process_exit", "engine"}
+            | {"plugins", "process_exit", "engine", "gc_pause"}
         ),
     ),
     ("models", frozenset({"models"})),

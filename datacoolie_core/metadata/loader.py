@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from datacoolie_core.collector import cyclic_gc_paused
 from datacoolie_core.errors import MetadataError, MetadataIssue
+from datacoolie_core.gc_pause import cyclic_gc_paused
 from datacoolie_core.input_bounds import MAX_DEPTH, MAX_FILE_BYTES, json_depth_excess
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def load_document(path: str | Path) -> ValidatedDocument:
         from datacoolie_core.metadata.excel import load_excel_document
 
         return load_excel_document(path)
-    with cyclic_gc_paused():  # allocation-heavy, frees almost nothing (datacoolie_core.collector)
+    with cyclic_gc_paused():  # allocation-heavy, frees almost nothing (datacoolie_core.gc_pause)
         return validate_document(read_metadata_file(path), file=str(path))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from datacoolie_core.collector import cyclic_gc_paused
+from datacoolie_core.gc_pause import cyclic_gc_paused
 from datacoolie_core.metadata.loader import load_document
 
 
