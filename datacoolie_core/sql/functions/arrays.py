@@ -16,6 +16,7 @@ import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.sql.coercion import CoercionError, common_type, is_integral
+from datacoolie_core.sql.functions import array_building
 from datacoolie_core.sql.functions.registry import Handler, arity, dtype, literal, text
 from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError
 
@@ -154,6 +155,9 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
         common = common_type([dtype(c, e) for e in elements])
     except CoercionError as e:
         raise SqlExpressionError(f"ARRAY elements: {e} (in {c.text!r})") from None
+    if isinstance(common, pl.List):  # concat_list would concatenate arrays: wrap each in a struct first
+        nested = [pl.struct(c.compile(e).cast(common).alias("v")) for e in elements]
+        return pl.concat_list(nested).list.eval(pl.element().struct.field("v"))
     compiled = [c.compile(e) if common is None else c.cast(e, common) for e in elements]
     return pl.concat_list(compiled)
 
@@ -296,8 +300,9 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.ArraySize: _size,
     exp.ArrayContains: _contains,
     exp.Array: _array,
+    **array_building.NODES,
 }
-NAMES: dict[str, Handler] = {"CARDINALITY": _size, "GET": _get}
+NAMES: dict[str, Handler] = {"CARDINALITY": _size, "GET": _get, **array_building.NAMES}
 SUPPORTED = ("ARRAY", "ARRAY_COMPACT", "ARRAY_CONTAINS", "ARRAY_DISTINCT", "ARRAY_JOIN", "ARRAY_MAX", "ARRAY_MIN",
              "ARRAY_POSITION", "ARRAY_REMOVE", "ARRAY_SIZE", "CARDINALITY", "ELEMENT_AT", "GET", "SIZE", "SLICE",
-             "SORT_ARRAY", "SPLIT", "TRY_ELEMENT_AT")  # fmt: skip
+             "SORT_ARRAY", "SPLIT", "TRY_ELEMENT_AT", *array_building.SUPPORTED)  # fmt: skip

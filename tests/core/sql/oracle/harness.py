@@ -242,8 +242,12 @@ def _failed(error: Exception) -> Outcome:
     # a run-time error (not the analyzer's) starts with its class: "[DIVIDE_BY_ZERO] Division by zero."
     runtime = type(error).__name__ not in _ANALYSIS_ERRORS
     found = _ERROR_CLASS.search(str(error)) if runtime else None
+    lines = str(error).splitlines()
+    # a Java exception wrapped by Py4J: its message is on a later line ("java.lang....Exception: ...")
+    found_cause = re.search(r"java\.lang\.[\w.$]*(?:Exception|Error): [^\n]*", str(error))
+    cause = found_cause.group(0) if found_cause else ""
     return Outcome(
-        error=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}",
+        error=f"{type(error).__name__}: {lines[0][:200]}{' ' + cause[:300] if cause else ''}",
         error_class=found.group(1) if found else None,
     )
 
@@ -273,6 +277,8 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
     if spark.error is not None:
         if spark.error_class is not None and spark.error_class == ours.error_class:
             return None  # ANSI mode: the same run-time error class
+        if spark.error_class is None and ours.error_class == "" and ours.error and _message(ours.error) in spark.error:
+            return None  # an error without a class in Spark 3.5 (an illegal SEQUENCE): the same message
         return (
             None
             if ours.rejected
@@ -290,6 +296,11 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
         if not _same(mine, theirs):
             return f"row {row}: {mine!r} != Spark {theirs!r} (all: {list(ours.values)} vs {list(spark.values)})"
     return None
+
+
+def _message(error: str) -> str:
+    """Our run-time error's message without where it happened (``... (in SQL expression ...``)."""
+    return error.split(" (in SQL expression")[0]
 
 
 def _same(mine: Any, theirs: Any) -> bool:
