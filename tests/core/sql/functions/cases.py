@@ -245,6 +245,14 @@ REGEX = [
         "regexp_replace({x}, '(b)', '\\\\$1$10')", "regexp_replace({x}, NULL, 'x')", "regexp_extract({x}, NULL)",
         x=("s", "t", "n", "'12-34'", "NULL"),
     ),
+    *expand("regexp_extract_all({x}, {p}, 0)", x=("s", "t", "n", "NULL", "'a1b22c3'"),
+            p=tuple(p for p in REGEXES if p not in EMPTY_MATCHES and "$" not in p)),
+    *expand("regexp_extract_all({x}, '([a-z])(\\\\d+)', {k})", "regexp_extract_all({x}, '([a-z])(\\\\d)?', {k})",
+            "regexp_extract_all({x}, '(\\\\d+)-(\\\\d+)')", "regexp_extract_all({x}, '(.)(.)', {k})",
+            "regexp_extract_all({x}, 'b|(c)', {k})", "regexp_extract_all({x}, '(?i)(T)(S)?', {k})",
+            x=("s", "t", "n", "NULL", "'a1b22c3'", "'12-34 5-6'"), k=("0", "1", "2", "3", "NULL")),
+    "regexp_extract_all(s, NULL, 1)", "regexp_extract_all(s, '^(a)', 1)", "regexp_extract_all(s, 'x*', 0)",
+    "regexp_extract_all(s, '[a-z]')", "regexp_extract_all(i, '(\\\\d)', 1)",
 ]  # fmt: skip
 
 CONVERSION = [

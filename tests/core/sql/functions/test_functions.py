@@ -335,3 +335,32 @@ def test_illegal_sequence_fails_like_spark() -> None:
 def test_array_building_refused_at_load(sql: str, match: str) -> None:
     with pytest.raises(SqlExpressionError, match=match):
         compile_expression(sql, schema={"x": pl.Int32()})
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("regexp_extract_all('a1b22c', '([a-z])(\\\\d+)', 2)", ["1", "22"]),
+        ("regexp_extract_all('a1b22c', '([a-z])(\\\\d+)')", ["a", "b"]),
+        ("regexp_extract_all('a1b22c', '([a-z])(\\\\d+)', 0)", ["a1", "b22"]),
+        ("regexp_extract_all('a1b', '([a-z])(\\\\d)?', 2)", ["1", ""]),
+        ("regexp_extract_all(NULL, 'a', 0)", None),
+    ],
+)
+def test_regexp_extract_all_as_spark(sql: str, value: Any) -> None:
+    frame = pl.DataFrame({"x": [1]})
+    column = frame.select(compile_expression(sql, schema=frame.schema, now=NOW).alias("r"))["r"]
+    assert (column.to_list()[0], column.dtype) == (value, pl.List(pl.String))
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("regexp_extract_all('a1', '([a-z])(\\\\d+)', 3)", "group 3 does not exist"),
+        ("regexp_extract_all('a1', '^([a-z])', 1)", "looks outside its match"),
+        ("regexp_extract_all('a1', 'x*', 0)", "can match the empty string"),
+    ],
+)
+def test_regexp_extract_all_refused_at_load(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema={"x": pl.Int32()})

@@ -56,6 +56,7 @@ SIGNATURES: dict[str, str] = {
     "REGEXP": "str,''[0-9]+''/''^a''", "RLIKE": "str,''b$''", "REGEXP_LIKE": "str,''^t''",
     "REGEXP_COUNT": "str,''[a-z]''", "REGEXP_EXTRACT": "str,''([a-z]+)'',''1''/''0''",
     "REGEXP_INSTR": "str,''[0-9]''", "REGEXP_REPLACE": "str,''[0-9]'',''#''", "REGEXP_SUBSTR": "str,''[a-z]+''",
+    "REGEXP_EXTRACT_ALL": "str,''([a-z])([0-9])?'',''0''/''1''/''2''|str,''[a-z]+''",
     "COALESCE": "any|num,num|str,str", "IFNULL": "num,num|str,str", "NVL": "num,num|str,str",
     "NULLIF": "num,num|str,str", "NVL2": "any,num,num", "EQUAL_NULL": "num,num|str,str", "ISNULL": "any",
     "ISNOTNULL": "any", "TYPEOF": "any",
