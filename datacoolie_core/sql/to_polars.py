@@ -249,7 +249,7 @@ def unsupported(name: str, text: str) -> str:
     """The message for a function or construct outside the allow-list, with the closest names."""
     if name.upper() in REFUSED_FUNCTIONS:
         why = REFUSED_FUNCTIONS[name.upper()]
-        return f"SQL function '{name.upper()}' is not supported: {why} (in {text!r}) ({_DOCS})"
+        return f"SQL function '{name.upper()}' is not supported (in {text!r}): {why} ({_DOCS})"
     close = difflib.get_close_matches(name.upper(), [*SUPPORTED_FUNCTIONS, *CONSTRUCTS], n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"SQL function or construct '{name}' is not supported (in {text!r}){hint} ({_DOCS})"

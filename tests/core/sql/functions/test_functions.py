@@ -369,11 +369,11 @@ def test_regexp_extract_all_refused_at_load(sql: str, match: str) -> None:
 @pytest.mark.parametrize(
     ("sql", "match"),
     [
-        ("arrays_zip(array(1), array(2))", "ARRAYS_ZIP' is not supported: its result is an array of structs"),
-        ("conv('ff', 16, 10)", "CONV' is not supported: it reads and prints numbers in any base"),
-        ("sentences('Hi there')", "SENTENCES' is not supported: it splits text with Java's"),
-        ("to_number('12', '99')", "TO_NUMBER' is not supported: its Oracle-style number formats"),
-        ("try_to_number('12', '99')", "TRY_TO_NUMBER' is not supported: its Oracle-style"),
+        ("arrays_zip(array(1), array(2))", "ARRAYS_ZIP' is not supported .*: its result is an array of structs"),
+        ("conv('ff', 16, 10)", "CONV' is not supported .*: it reads and prints numbers in any base"),
+        ("sentences('Hi there')", "SENTENCES' is not supported .*: it splits text with Java's"),
+        ("to_number('12', '99')", "TO_NUMBER' is not supported .*: its Oracle-style number formats"),
+        ("try_to_number('12', '99')", "TRY_TO_NUMBER' is not supported .*: its Oracle-style"),
     ],
 )
 def test_refused_functions_say_why(sql: str, match: str) -> None:
