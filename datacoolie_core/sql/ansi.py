@@ -9,7 +9,9 @@ Covered: ``CAST`` (explicit and Spark's implicit casts) of malformed text (``CAS
 a number too wide for an integer type (``CAST_OVERFLOW``) or a decimal precision
 (``NUMERIC_VALUE_OUT_OF_RANGE``); integer ``+ - *`` overflow (``ARITHMETIC_OVERFLOW``); a zero divisor
 of ``/ % DIV MOD PMOD`` (``DIVIDE_BY_ZERO``). ``TRY_CAST`` and the ``try_*`` functions keep NULL.
-Functions (date parsing, ``ELEMENT_AT`` bounds, ...) keep their ANSI-off results.
+Functions: ``arr[i]`` and ``ELEMENT_AT`` beyond the array (``INVALID_ARRAY_INDEX``,
+``INVALID_ARRAY_INDEX_IN_ELEMENT_AT``; ``GET`` and ``TRY_ELEMENT_AT`` keep NULL), and ``SIZE`` of a NULL
+array is NULL (not -1); docs/sql-functions.md lists them.
 """
 
 from __future__ import annotations

@@ -38,6 +38,8 @@ def evaluate(sql: str, *, ansi: bool) -> list[Any]:
         ("10 % i", "DIVIDE_BY_ZERO", "Division by zero"),
         ("l * 4", "ARITHMETIC_OVERFLOW", "18446744073709551616"),
         ("-CAST(-2147483648 AS INT)", "ARITHMETIC_OVERFLOW", "-2147483648"),
+        ("split(s, ',')[1]", "INVALID_ARRAY_INDEX", "The index 1 is out of bounds. The array has 1 elements"),
+        ("element_at(split(s, ','), -2)", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT", "The index -2 is out of bounds"),
     ],
 )
 def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class: str, value: str) -> None:
@@ -53,6 +55,8 @@ def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class
         ("CAST(s AS INT)", [1, None, None]),
         ("10 / i", [10.0, None, None]),
         ("l * 4", [0, 4, None]),
+        ("split(s, ',')[1]", [None, None, None]),
+        ("size(split(s, ','))", [1, 1, -1]),
     ],
 )
 def test_ansi_off_keeps_null_and_wrap(sql: str, ansi_off: list[Any]) -> None:
@@ -66,6 +70,9 @@ def test_ansi_off_keeps_null_and_wrap(sql: str, ansi_off: list[Any]) -> None:
         ("try_divide(10, i)", [10.0, None, None]),
         ("try_multiply(l, 4)", [None, 4, None]),
         ("CAST(s AS INT) IS NULL OR i > 5", None),
+        ("try_element_at(split(s, ','), 2)", [None, None, None]),
+        ("get(split(s, ','), 1)", [None, None, None]),
+        ("size(split(s, ','))", [1, 1, None]),  # -1 for the NULL array with ANSI off only
     ],
 )
 def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None) -> None:
