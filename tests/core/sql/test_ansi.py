@@ -40,6 +40,11 @@ def evaluate(sql: str, *, ansi: bool) -> list[Any]:
         ("-CAST(-2147483648 AS INT)", "ARITHMETIC_OVERFLOW", "-2147483648"),
         ("split(s, ',')[1]", "INVALID_ARRAY_INDEX", "The index 1 is out of bounds. The array has 1 elements"),
         ("element_at(split(s, ','), -2)", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT", "The index -2 is out of bounds"),
+        ("to_timestamp(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1' could not be parsed"),
+        ("to_date(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
+        ("unix_timestamp(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
+        ("to_timestamp_ntz(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
+        ("abs(CAST(-2147483648 AS INT) + i - i)", "ARITHMETIC_OVERFLOW", "-2147483648"),
     ],
 )
 def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class: str, value: str) -> None:
@@ -73,6 +78,8 @@ def test_ansi_off_keeps_null_and_wrap(sql: str, ansi_off: list[Any]) -> None:
         ("try_element_at(split(s, ','), 2)", [None, None, None]),
         ("get(split(s, ','), 1)", [None, None, None]),
         ("size(split(s, ','))", [1, 1, None]),  # -1 for the NULL array with ANSI off only
+        ("try_to_timestamp(s, 'yyyy-MM-dd')", [None, None, None]),
+        ("try_to_timestamp(s)", [None, None, None]),
     ],
 )
 def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None) -> None:
