@@ -11,7 +11,8 @@ a number too wide for an integer type (``CAST_OVERFLOW``) or a decimal precision
 of ``/ % DIV MOD PMOD`` (``DIVIDE_BY_ZERO``). ``TRY_CAST`` and the ``try_*`` functions keep NULL.
 Functions: ``arr[i]`` and ``ELEMENT_AT`` beyond the array (``INVALID_ARRAY_INDEX``,
 ``INVALID_ARRAY_INDEX_IN_ELEMENT_AT``; ``GET`` and ``TRY_ELEMENT_AT`` keep NULL), and ``SIZE`` of a NULL
-array is NULL (not -1); docs/sql-functions.md lists them.
+array is NULL (not -1); ``ELT`` beyond its strings; ``TO_TIMESTAMP``-style parsing with a pattern
+(``CANNOT_PARSE_TIMESTAMP``); ``ABS``/``ROUND``/``BROUND`` integer overflow. docs/sql-functions.md lists them.
 """
 
 from __future__ import annotations

@@ -45,6 +45,9 @@ def evaluate(sql: str, *, ansi: bool) -> list[Any]:
         ("unix_timestamp(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
         ("to_timestamp_ntz(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
         ("abs(CAST(-2147483648 AS INT) + i - i)", "ARITHMETIC_OVERFLOW", "-2147483648"),
+        ("elt(i + 2, s, 'two')", "INVALID_ARRAY_INDEX", "The index 3 is out of bounds. The array has 2 elements"),
+        ("round(2147483647 - i + i, -1)", "ARITHMETIC_OVERFLOW", "2147483647"),
+        ("bround(9223372036854775807L - i + i, -1)", "ARITHMETIC_OVERFLOW", "9223372036854775807"),
     ],
 )
 def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class: str, value: str) -> None:
@@ -60,6 +63,8 @@ def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class
         ("CAST(s AS INT)", [1, None, None]),
         ("10 / i", [10.0, None, None]),
         ("l * 4", [0, 4, None]),
+        ("elt(i + 2, s, 'two')", [None, "two", None]),
+        ("round(2147483647 - i + i, -1)", [-2147483646, -2147483646, None]),
         ("split(s, ',')[1]", [None, None, None]),
         ("size(split(s, ','))", [1, 1, -1]),
     ],
@@ -91,7 +96,9 @@ def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None)
 
 
 @pytest.mark.parametrize(
-    "sql", ["CAST(DATE'2024-01-01' AS INT)", "CAST(true AS TIMESTAMP)", "s + 1"], ids=["date", "bool", "string"]
+    "sql",
+    ["CAST(DATE'2024-01-01' AS INT)", "CAST(true AS TIMESTAMP)", "s + 1", "next_day(DATE'2024-01-01', 'xx')"],
+    ids=["date", "bool", "string", "day name"],
 )
 def test_casts_spark_refuses_in_ansi_mode_are_refused_at_load(sql: str) -> None:
     compile_expression(sql, schema=FRAME.schema)  # fine with ANSI off

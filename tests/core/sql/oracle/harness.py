@@ -126,13 +126,17 @@ def check(spark: Any, cases: Iterable[Case], *, ansi: bool = False) -> Report:
     frame = table.polars_frame(polars_dtype)
     ours = {case.sql: evaluate_polars(frame, case.sql, ansi=ansi) for case in compared}
     # what we reject, Spark's analyzer likely rejects too: analyze those one by one, batch the rest
-    accepted = [case.sql for case in compared if not ours[case.sql].rejected]
+    # what we raise on at run time, Spark likely raises on too: evaluate those one by one (a raising
+    # batch would be bisected, one job per halving)
+    raising = [case.sql for case in compared if ours[case.sql].error_class is not None]
+    accepted = [case.sql for case in compared if not ours[case.sql].rejected and ours[case.sql].error_class is None]
     rejected = [case.sql for case in compared if ours[case.sql].rejected]
     saved = spark.conf.get(_ANSI)
     spark.conf.set(_ANSI, str(ansi).lower())
     try:
         theirs = dict(zip(accepted, evaluate_spark(spark, accepted), strict=True))
         theirs.update(zip(rejected, evaluate_spark(spark, rejected, likely_rejected=True), strict=True))
+        theirs.update(zip(raising, evaluate_spark(spark, raising, singly=True), strict=True))
     finally:
         spark.conf.set(_ANSI, saved)
     for case in compared:
@@ -147,10 +151,13 @@ def check(spark: Any, cases: Iterable[Case], *, ansi: bool = False) -> Report:
     return report
 
 
-def evaluate_spark(spark: Any, expressions: Sequence[str], *, likely_rejected: bool = False) -> list[Outcome]:
+def evaluate_spark(
+    spark: Any, expressions: Sequence[str], *, likely_rejected: bool = False, singly: bool = False
+) -> list[Outcome]:
     """Spark's outcome for each expression, in batches over the input table.
 
     ``likely_rejected``: most will fail analysis, so analyze each alone instead of bisecting.
+    ``singly``: most will raise at run time, so run each alone instead of bisecting.
     """
     frame = table.spark_frame(spark)
     saved = {key: spark.conf.get(key) for key in _INTERPRETED}
@@ -158,8 +165,9 @@ def evaluate_spark(spark: Any, expressions: Sequence[str], *, likely_rejected: b
         spark.conf.set(key, value)
     try:
         outcomes: list[Outcome] = []
-        for start in range(0, len(expressions), BATCH):
-            batch = list(expressions[start : start + BATCH])
+        size = 1 if singly else BATCH
+        for start in range(0, len(expressions), size):
+            batch = list(expressions[start : start + size])
             outcomes.extend(
                 _analyzed_apart(frame, batch, alone=True) if likely_rejected else _spark_batch(frame, batch)
             )
