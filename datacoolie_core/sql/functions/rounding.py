@@ -167,8 +167,15 @@ def _ceil_floor_to_scale(c: Compiler, node: exp.Expression, *, up: bool) -> pl.E
     unit = 10 ** (digits - (kept if scale >= 0 else scale))
     whole = (unscaled + (unit - 1)) // unit if up else unscaled // unit
     if scale < 0:
-        return (whole * 10 ** (-scale)).cast(pl.Decimal(_MAX_PRECISION, 0)).cast(target)
-    return (whole.cast(pl.Decimal(_MAX_PRECISION, 0)) * pl.lit(Decimal(1).scaleb(-kept))).cast(target)
+        result = (whole * 10 ** (-scale)).cast(pl.Decimal(_MAX_PRECISION, 0)).cast(target)
+    else:
+        result = (whole.cast(pl.Decimal(_MAX_PRECISION, 0)) * pl.lit(Decimal(1).scaleb(-kept))).cast(target)
+    if c.ansi and found is not None and found.is_float():
+        # ANSI: a finite double beyond DECIMAL(30,15) raises (NaN and infinities stay NULL)
+        bad = value.is_finite() & unscaled.is_null()
+        detail = "{value} cannot be represented as DECIMAL(30,15)."
+        return guard(result, target, bad, value, "NUMERIC_VALUE_OUT_OF_RANGE", detail, c.text)
+    return result
 
 
 def _double_unscaled(x: pl.Expr) -> pl.Expr:

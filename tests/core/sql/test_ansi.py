@@ -48,6 +48,7 @@ def evaluate(sql: str, *, ansi: bool) -> list[Any]:
         ("elt(i + 2, s, 'two')", "INVALID_ARRAY_INDEX", "The index 3 is out of bounds. The array has 2 elements"),
         ("round(2147483647 - i + i, -1)", "ARITHMETIC_OVERFLOW", "2147483647"),
         ("bround(9223372036854775807L - i + i, -1)", "ARITHMETIC_OVERFLOW", "9223372036854775807"),
+        ("ceil(1e300D + i, 0)", "NUMERIC_VALUE_OUT_OF_RANGE", "cannot be represented as DECIMAL"),
     ],
 )
 def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class: str, value: str) -> None:
@@ -97,8 +98,15 @@ def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None)
 
 @pytest.mark.parametrize(
     "sql",
-    ["CAST(DATE'2024-01-01' AS INT)", "CAST(true AS TIMESTAMP)", "s + 1", "next_day(DATE'2024-01-01', 'xx')"],
-    ids=["date", "bool", "string", "day name"],
+    [
+        "CAST(DATE'2024-01-01' AS INT)",
+        "CAST(true AS TIMESTAMP)",
+        "s + 1",
+        "next_day(DATE'2024-01-01', 'xx')",
+        "coalesce(i, s)",
+        "decode(i, 0, 0, 1, 1)",
+    ],
+    ids=["date", "bool", "string", "day name", "coalesce string", "decode string null"],
 )
 def test_casts_spark_refuses_in_ansi_mode_are_refused_at_load(sql: str) -> None:
     compile_expression(sql, schema=FRAME.schema)  # fine with ANSI off
