@@ -112,6 +112,12 @@ def _ansi_bounds(
     listed = dtype(c, node.this)
     if not c.ansi or node.args.get("safe") or not isinstance(listed, pl.List):
         return found
+    if (
+        not node.args.get("offset")
+        and isinstance(node.this, exp.Array)
+        and isinstance(node.expressions[0], (exp.Literal, exp.Neg))
+    ):
+        return found  # Spark's optimizer reads ARRAY(a, b)[k] as the k-th argument or NULL, never raising
     element = typing.cast(pl.DataType, listed.inner)
     bad = values.is_not_null() & index.is_not_null() & beyond
     shown = pl.format("{} is out of bounds. The array has {} elements", index, values.list.len())
@@ -183,10 +189,17 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
     elements = list(node.expressions)
     if not elements:
         raise SqlExpressionError(f"an empty ARRAY() has no element type; give at least one element (in {c.text!r})")
+    types = [dtype(c, e) for e in elements]
     try:
-        common = common_type([dtype(c, e) for e in elements])
+        common = common_type(types)
     except CoercionError as e:
         raise SqlExpressionError(f"ARRAY elements: {e} (in {c.text!r})") from None
+    known = {t for t in types if t is not None and t != pl.Null()}
+    if c.ansi and pl.String() in known and len(known) > 1:
+        raise SqlExpressionError(
+            f"ARRAY of a STRING and another type follows Spark's ANSI type coercion, which is not supported with "
+            f"spark.sql.ansi.enabled on; CAST the elements to one type (in {c.text!r})"
+        )
     if isinstance(common, pl.List):  # concat_list would concatenate arrays: wrap each in a struct first
         nested = [pl.struct(c.compile(e).cast(common).alias("v")) for e in elements]
         return pl.concat_list(nested).list.eval(pl.element().struct.field("v"))
