@@ -103,11 +103,13 @@ def _decode(c: Compiler, node: exp.DecodeCase) -> pl.Expr:
         for search, result in zip(pairs[::2], pairs[1::2], strict=True)
     ]
     # without a default Spark adds a NULL of type STRING, which makes the result a string (ANSI off)
-    if default is None and c.ansi and c.schema is not None:
-        results = {_kind(c.dtype(result)) for result in pairs[1::2]} - {"null"}
-        if results - {"string"}:
-            types = ", ".join(sorted(results))
-            raise SqlExpressionError(_ANSI_COERCION.format(name="DECODE without a default", types=types, sql=c.text))
+    if c.ansi and c.schema is not None:
+        kinds = {_kind(c.dtype(result)) for result in pairs[1::2]}
+        kinds |= {_kind(c.dtype(default))} if default is not None else {"string"}
+        kinds -= {"null"}
+        if "string" in kinds and len(kinds) > 1:
+            types = ", ".join(sorted(kinds))
+            raise SqlExpressionError(_ANSI_COERCION.format(name="DECODE", types=types, sql=c.text))
     otherwise = default.copy() if default is not None else exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING"))
     return c.compile(exp.Case(ifs=ifs, default=otherwise))
 
