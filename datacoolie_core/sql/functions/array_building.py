@@ -222,6 +222,8 @@ def _sequence(c: Compiler, node: exp.GenerateSeries) -> pl.Expr:
     parts = [node.args["start"], node.args["end"], *([node.args["step"]] if node.args.get("step") else [])]
     types = [dtype(c, part) for part in parts]
     known = [t for t in types if t is not None and t != pl.Null()]
+    if c.schema is not None and all(t == pl.Null() for t in types[:2]):
+        raise SqlExpressionError(f"SEQUENCE needs typed bounds, not two untyped NULLs (in {c.text!r})")
     if any(not is_integral(t) for t in known):
         names = ", ".join(spark_name(t) for t in known)
         raise SqlExpressionError(

@@ -190,6 +190,12 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
     if not elements:
         raise SqlExpressionError(f"an empty ARRAY() has no element type; give at least one element (in {c.text!r})")
     types = [dtype(c, e) for e in elements]
+    listed = {t for t in types if isinstance(t, pl.List)}
+    if len(listed) > 1:
+        raise SqlExpressionError(
+            f"ARRAY of arrays needs arrays of one element type, got {', '.join(sorted(map(str, listed)))}; CAST "
+            f"them to one type (in {c.text!r})"
+        )
     try:
         common = common_type(types)
     except CoercionError as e:
