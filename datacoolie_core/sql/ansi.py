@@ -9,7 +9,10 @@ Covered: ``CAST`` (explicit and Spark's implicit casts) of malformed text (``CAS
 a number too wide for an integer type (``CAST_OVERFLOW``) or a decimal precision
 (``NUMERIC_VALUE_OUT_OF_RANGE``); integer ``+ - *`` overflow (``ARITHMETIC_OVERFLOW``); a zero divisor
 of ``/ % DIV MOD PMOD`` (``DIVIDE_BY_ZERO``). ``TRY_CAST`` and the ``try_*`` functions keep NULL.
-Functions (date parsing, ``ELEMENT_AT`` bounds, ...) keep their ANSI-off results.
+Functions: ``arr[i]`` and ``ELEMENT_AT`` beyond the array (``INVALID_ARRAY_INDEX``,
+``INVALID_ARRAY_INDEX_IN_ELEMENT_AT``; ``GET`` and ``TRY_ELEMENT_AT`` keep NULL), and ``SIZE`` of a NULL
+array is NULL (not -1); ``ELT`` beyond its strings; ``TO_TIMESTAMP``-style parsing with a pattern
+(``CANNOT_PARSE_TIMESTAMP``); ``ABS``/``ROUND``/``BROUND`` integer overflow. docs/sql-functions.md lists them.
 """
 
 from __future__ import annotations
@@ -39,7 +42,11 @@ class SparkAnsiError(TerminalError, ArithmeticError):
         self.error_class = found.group(1) if found else ""
 
     @classmethod
-    def of(cls, error_class: str, detail: str, sql: str) -> SparkAnsiError:
+    def of(cls, error_class: str, detail: str, sql: str, *, ansi: bool = True) -> SparkAnsiError:
+        """The error of a failing row; ``ansi=False`` for an error Spark raises in either mode (such as
+        an illegal SEQUENCE), which has no error class in Spark 3.5 (``error_class`` empty)."""
+        if not ansi:
+            return cls(f"{detail} (in SQL expression {sql!r}): Spark stops the query on this row too")
         return cls(
             f"[{error_class}] {detail} (in SQL expression {sql!r}, {ANSI_SETTING} is on); use TRY_CAST or a "
             f"try_* function to get NULL instead, or turn {ANSI_SETTING} off"
@@ -90,8 +97,11 @@ def guard(
     return guard_all(value, dtype, [(bad, offending, error_class, detail)], sql)
 
 
-def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str) -> pl.Expr:
-    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark."""
+def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str, *, ansi: bool = True) -> pl.Expr:
+    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark.
+
+    ``ansi=False``: the checks are errors Spark raises with ANSI mode off too (see :meth:`SparkAnsiError.of`).
+    """
 
     def check(rows: pl.Series) -> pl.Series:
         frame = rows.struct.unnest()
@@ -101,7 +111,7 @@ def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str)
         if firsts:
             row, k = min(firsts)
             shown = frame.get_column(f"offending{k}")[row]
-            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql)
+            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql, ansi=ansi)
         return frame.get_column("value").cast(dtype)
 
     fields = [value.alias("value")]

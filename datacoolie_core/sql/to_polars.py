@@ -231,8 +231,25 @@ def _empty_frame(schema: tuple[tuple[str, pl.DataType], ...]) -> pl.LazyFrame:
     return pl.LazyFrame(schema=dict(schema))
 
 
+REFUSED_FUNCTIONS: dict[str, str] = {
+    "ARRAYS_ZIP": "its result is an array of structs, which the compiler does not type (struct fields named by "
+    "position or column)",
+    "CONV": "it reads and prints numbers in any base 2 to 36 through unsigned 64-bit arithmetic, which Polars "
+    "has no native expression for",
+    "SENTENCES": "it splits text with Java's locale-dependent BreakIterator, which Polars cannot reproduce",
+    "TO_NUMBER": "its Oracle-style number formats ('999.99', 'S9,999', '$99') have no Polars counterpart; use "
+    "CAST(REPLACE(s, ',', '') AS DECIMAL(p, s))",
+    "TRY_TO_NUMBER": "its Oracle-style number formats ('999.99', 'S9,999', '$99') have no Polars counterpart; use "
+    "TRY_CAST(REPLACE(s, ',', '') AS DECIMAL(p, s))",
+}
+"""Spark functions refused on purpose, with why (docs/sql-functions.md, "Not supported")."""
+
+
 def unsupported(name: str, text: str) -> str:
     """The message for a function or construct outside the allow-list, with the closest names."""
+    if name.upper() in REFUSED_FUNCTIONS:
+        why = REFUSED_FUNCTIONS[name.upper()]
+        return f"SQL function '{name.upper()}' is not supported (in {text!r}): {why} ({_DOCS})"
     close = difflib.get_close_matches(name.upper(), [*SUPPORTED_FUNCTIONS, *CONSTRUCTS], n=3)
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     return f"SQL function or construct '{name}' is not supported (in {text!r}){hint} ({_DOCS})"

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard
 from datacoolie_core.sql.coercion import CoercionError, common_type, is_integral
+from datacoolie_core.sql.functions import array_building
 from datacoolie_core.sql.functions.registry import Handler, arity, dtype, literal, text
 from datacoolie_core.sql.parse import READ_DIALECT, SqlExpressionError
 
@@ -80,14 +82,50 @@ def _bracket(c: Compiler, node: exp.Bracket) -> pl.Expr:
     if not any(isinstance(n, exp.Column) for n in node.this.walk()):
         # Polars gives one row for a constant list indexed by a column: spread the list over the rows
         values = pl.when(index.is_null() | index.is_not_null()).then(values)
+    length = values.list.len().cast(pl.Int64)
     if not node.args.get("offset"):  # arr[i]: from 0, a negative or too large index is NULL
-        return pl.when(index >= 0).then(values.list.get(index, null_on_oob=True))
+        found: pl.Expr = pl.when(index >= 0).then(values.list.get(index, null_on_oob=True))
+        beyond = (index < 0) | (index >= length)
+        return _ansi_bounds(c, node, found, values, index, beyond, "INVALID_ARRAY_INDEX", "`get()`")
     if isinstance(node.expressions[0], exp.Literal) and str(node.expressions[0].this) == "0":
         raise SqlExpressionError(f"ELEMENT_AT index 0 is invalid: the first element is 1, the last -1 (in {c.text!r})")
     # ELEMENT_AT: from 1, negative from the end (Polars' own negative index), beyond either end NULL
     # an index 0 from a column: Spark stops the query (INVALID_INDEX_OF_ZERO); here the row is NULL
     position = pl.when(index > 0).then(index - 1).when(index < 0).then(index)
-    return values.list.get(position, null_on_oob=True)
+    found = values.list.get(position, null_on_oob=True)
+    beyond = (index != 0) & (index.abs() > length)
+    return _ansi_bounds(c, node, found, values, index, beyond, "INVALID_ARRAY_INDEX_IN_ELEMENT_AT", "`try_element_at`")
+
+
+def _ansi_bounds(
+    c: Compiler,
+    node: exp.Bracket,
+    found: pl.Expr,
+    values: pl.Expr,
+    index: pl.Expr,
+    beyond: pl.Expr,
+    error_class: str,
+    tolerant: str,
+) -> pl.Expr:
+    """``found``, raising Spark's ANSI error for an index beyond the array (``arr[i]``, ELEMENT_AT; not
+    GET or TRY_ELEMENT_AT, which stay NULL)."""
+    listed = dtype(c, node.this)
+    if not c.ansi or node.args.get("safe") or not isinstance(listed, pl.List):
+        return found
+    if (
+        not node.args.get("offset")
+        and isinstance(node.this, exp.Array)
+        and isinstance(node.expressions[0], (exp.Literal, exp.Neg))
+    ):
+        return found  # Spark's optimizer reads ARRAY(a, b)[k] as the k-th argument or NULL, never raising
+    element = typing.cast(pl.DataType, listed.inner)
+    bad = values.is_not_null() & index.is_not_null() & beyond
+    shown = pl.format("{} is out of bounds. The array has {} elements", index, values.list.len())
+    detail = (
+        f"The index {{value}}. Use the SQL function {tolerant} to tolerate accessing element at invalid index "
+        "and return NULL instead."
+    )
+    return guard(found, element, bad, shown, error_class, detail, c.text)
 
 
 def _spelled_array_size(node: exp.Expression) -> bool:
@@ -98,7 +136,7 @@ def _spelled_array_size(node: exp.Expression) -> bool:
 
 
 def _size(c: Compiler, node: exp.Expression) -> pl.Expr:
-    """SIZE/CARDINALITY: -1 for a NULL array (Spark 3.5, ANSI off); ARRAY_SIZE: NULL."""
+    """SIZE/CARDINALITY: -1 for a NULL array (Spark 3.5, ANSI off; NULL with ANSI on); ARRAY_SIZE: NULL."""
     if isinstance(node, exp.ArraySize):
         c.allow_args(node, "this")
         values = node.this
@@ -106,7 +144,8 @@ def _size(c: Compiler, node: exp.Expression) -> pl.Expr:
         values = arity(c, node, 1)[0]
     _list_dtype(c, values, "SIZE")
     size = c.compile(values).list.len().cast(pl.Int32)
-    return size if _spelled_array_size(node) else size.fill_null(-1)
+    # Spark's spark.sql.legacy.sizeOfNull holds only with ANSI off: then SIZE(NULL) is -1
+    return size if _spelled_array_size(node) or c.ansi else size.fill_null(-1)
 
 
 def _element_type(c: Compiler, values: exp.Expression, value: exp.Expression) -> pl.DataType | None:
@@ -150,10 +189,26 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
     elements = list(node.expressions)
     if not elements:
         raise SqlExpressionError(f"an empty ARRAY() has no element type; give at least one element (in {c.text!r})")
+    types = [dtype(c, e) for e in elements]
+    listed = {t for t in types if isinstance(t, pl.List)}
+    if len(listed) > 1:
+        raise SqlExpressionError(
+            f"ARRAY of arrays needs arrays of one element type, got {', '.join(sorted(map(str, listed)))}; CAST "
+            f"them to one type (in {c.text!r})"
+        )
     try:
-        common = common_type([dtype(c, e) for e in elements])
+        common = common_type(types)
     except CoercionError as e:
         raise SqlExpressionError(f"ARRAY elements: {e} (in {c.text!r})") from None
+    known = {t for t in types if t is not None and t != pl.Null()}
+    if c.ansi and pl.String() in known and len(known) > 1:
+        raise SqlExpressionError(
+            f"ARRAY of a STRING and another type follows Spark's ANSI type coercion, which is not supported with "
+            f"spark.sql.ansi.enabled on; CAST the elements to one type (in {c.text!r})"
+        )
+    if isinstance(common, pl.List):  # concat_list would concatenate arrays: wrap each in a struct first
+        nested = [pl.struct(c.compile(e).cast(common).alias("v")) for e in elements]
+        return pl.concat_list(nested).list.eval(pl.element().struct.field("v"))
     compiled = [c.compile(e) if common is None else c.cast(e, common) for e in elements]
     return pl.concat_list(compiled)
 
@@ -161,7 +216,7 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
 def _get(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     """GET(arr, i): ``arr[i]`` (from 0, NULL out of bounds)."""
     values, index = arity(c, node, 2)
-    return c.compile(exp.Bracket(this=values.copy(), expressions=[index.copy()]))
+    return c.compile(exp.Bracket(this=values.copy(), expressions=[index.copy()], safe=True))
 
 
 def _compact(c: Compiler, node: exp.ArrayCompact) -> pl.Expr:
@@ -296,8 +351,9 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.ArraySize: _size,
     exp.ArrayContains: _contains,
     exp.Array: _array,
+    **array_building.NODES,
 }
-NAMES: dict[str, Handler] = {"CARDINALITY": _size, "GET": _get}
+NAMES: dict[str, Handler] = {"CARDINALITY": _size, "GET": _get, **array_building.NAMES}
 SUPPORTED = ("ARRAY", "ARRAY_COMPACT", "ARRAY_CONTAINS", "ARRAY_DISTINCT", "ARRAY_JOIN", "ARRAY_MAX", "ARRAY_MIN",
              "ARRAY_POSITION", "ARRAY_REMOVE", "ARRAY_SIZE", "CARDINALITY", "ELEMENT_AT", "GET", "SIZE", "SLICE",
-             "SORT_ARRAY", "SPLIT", "TRY_ELEMENT_AT")  # fmt: skip
+             "SORT_ARRAY", "SPLIT", "TRY_ELEMENT_AT", *array_building.SUPPORTED)  # fmt: skip

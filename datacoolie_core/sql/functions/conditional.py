@@ -29,6 +29,12 @@ def _kind(dtype: pl.DataType | None) -> str:
     return "string" if dtype == pl.String else str(dtype)
 
 
+_ANSI_COERCION = (
+    "{name} of a STRING and another type ({types}) follows Spark's ANSI type coercion, which is not supported "
+    "with spark.sql.ansi.enabled on; CAST the arguments to one type (in {sql!r})"
+)
+
+
 def common_values(c: Compiler, nodes: list[exp.Expression], name: str) -> list[pl.Expr]:
     """The arguments in Spark's common type: numbers widen, a STRING turns all into strings.
 
@@ -40,6 +46,8 @@ def common_values(c: Compiler, nodes: list[exp.Expression], name: str) -> list[p
     kinds = {_kind(t) for t in dtypes} - {"null"}
     if c.schema is None or (len(kinds) <= 1 and kinds != {"number"}):
         return values
+    if "string" in kinds and c.ansi:
+        raise SqlExpressionError(_ANSI_COERCION.format(name=name, types=", ".join(str(t) for t in dtypes), sql=c.text))
     if "string" in kinds and kinds <= {"string", "number", "temporal"}:
         return [text(c, e) for e in nodes]
     if kinds == {"number"}:
@@ -94,7 +102,14 @@ def _decode(c: Compiler, node: exp.DecodeCase) -> pl.Expr:
         exp.If(this=exp.NullSafeEQ(this=subject.copy(), expression=search.copy()), true=result.copy())
         for search, result in zip(pairs[::2], pairs[1::2], strict=True)
     ]
-    # without a default Spark adds a NULL of type STRING, which makes the result a string
+    # without a default Spark adds a NULL of type STRING, which makes the result a string (ANSI off)
+    if c.ansi and c.schema is not None:
+        kinds = {_kind(c.dtype(result)) for result in pairs[1::2]}
+        kinds |= {_kind(c.dtype(default))} if default is not None else {"string"}
+        kinds -= {"null"}
+        if "string" in kinds and len(kinds) > 1:
+            types = ", ".join(sorted(kinds))
+            raise SqlExpressionError(_ANSI_COERCION.format(name="DECODE", types=types, sql=c.text))
     otherwise = default.copy() if default is not None else exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING"))
     return c.compile(exp.Case(ifs=ifs, default=otherwise))
 

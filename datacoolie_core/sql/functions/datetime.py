@@ -142,6 +142,11 @@ def _next_day(c: Compiler, node: exp.NextDay) -> pl.Expr:
     name = literal(c, node.args["expression"], "NEXT_DAY day of week")
     day = as_date(c, node.this)
     target = _DAY_NAMES.get(str(name).strip().upper()) if name is not None else None
+    if target is None and c.ansi and name is not None and not isinstance(node.this, exp.Null):
+        raise SqlExpressionError(
+            f"NEXT_DAY: {name!r} is not a day of the week; Spark stops the query on it with "
+            f"spark.sql.ansi.enabled on (in {c.text!r})"
+        )
     if target is None:
         return pl.lit(None, dtype=pl.Date)  # Spark (ANSI off): NULL for an unknown day name
     ahead = (pl.lit(target) - day.dt.weekday().cast(pl.Int32) - 1) % 7 + 1

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard
+from datacoolie_core.sql.coercion import spark_name
 from datacoolie_core.sql.functions import bits, rounding
 from datacoolie_core.sql.functions.registry import Handler, arity, dtype, expr_dtype, number
 from datacoolie_core.sql.parse import SqlExpressionError
@@ -67,11 +69,21 @@ def _hypot(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     )  # fmt: skip
 
 
+_BITS: dict[pl.DataType, int] = {pl.Int8(): 8, pl.Int16(): 16, pl.Int32(): 32, pl.Int64(): 64}
+
+
 def _abs(c: Compiler, node: exp.Abs) -> pl.Expr:
+    """ABS: the smallest integer of its type stays negative with ANSI off (Java wraps) and raises
+    ``ARITHMETIC_OVERFLOW`` with ANSI on."""
     found = dtype(c, node.this)
-    if found is not None and found.is_numeric():
-        return c.compile(node.this).abs()
-    return number(c, node.this).abs()
+    if found is None or not found.is_numeric():
+        return number(c, node.this).abs()
+    value = c.compile(node.this)
+    if c.ansi and found.is_integer():
+        lowest = value == -(2 ** (_BITS[found] - 1))
+        detail = f"{spark_name(found).lower()} overflow ({{value}} has no absolute value of its type)."
+        return guard(value.abs(), found, lowest, value, "ARITHMETIC_OVERFLOW", detail, c.text)
+    return value.abs()
 
 
 def _sign(c: Compiler, node: exp.Sign) -> pl.Expr:

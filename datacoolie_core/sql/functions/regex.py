@@ -125,7 +125,12 @@ def _groups(rust: str) -> int:
 
 
 def _pattern(
-    c: Compiler, node: exp.Expression | None, *, repeated: bool = False, final_break: bool = False
+    c: Compiler,
+    node: exp.Expression | None,
+    *,
+    repeated: bool = False,
+    final_break: bool = False,
+    what: str = "REGEXP_REPLACE/REGEXP_COUNT",
 ) -> str | None:
     pattern = literal(c, node, "the regex")
     if pattern is None:
@@ -137,7 +142,7 @@ def _pattern(
     if repeated and not str(pattern).startswith("^") and pl.Series([""]).str.contains(rust).item():
         # Java also finds an empty match right after a match and between UTF-16 surrogates; Rust does not
         raise SqlExpressionError(
-            f"regex {pattern!r} can match the empty string, which REGEXP_REPLACE/REGEXP_COUNT repeat differently "
+            f"regex {pattern!r} can match the empty string, which {what} repeat differently "
             f"in Spark; make it match at least one character (in {c.text!r})"
         )
     return rust
@@ -168,6 +173,40 @@ def _extract(c: Compiler, node: exp.RegexpExtract) -> pl.Expr:
     # Spark returns '' when the regex does not match (and for a group that took no part)
     found = value.str.extract(pattern, int(group)).fill_null("")
     return pl.when(value.is_null()).then(_NULL).otherwise(found)
+
+
+_CONTEXT = re.compile(r"\\[bBAzZG]|\$|(?<!\[)\^")
+"""Java regex tokens whose match depends on the text around the match (anchors, word boundaries)."""
+
+
+def _extract_all(c: Compiler, node: exp.RegexpExtractAll) -> pl.Expr:
+    """REGEXP_EXTRACT_ALL(s, regex[, group]): every match's ``group`` (default 1; '' when the group took
+    no part), as an ARRAY<STRING>.
+
+    Polars finds the matches; a group other than 0 is read by matching each found text again with the
+    regex anchored at both ends, which is the same match unless the regex looks outside it (``^``,
+    ``$``, ``\\b``): those are refused for groups.
+    """
+    c.allow_args(node, "this", "expression", "group")
+    source = literal(c, node.args.get("expression"), "the regex")
+    pattern = _pattern(c, node.args.get("expression"), repeated=True, what="REGEXP_EXTRACT_ALL")
+    group = literal(c, node.args["group"], "the group") if node.args.get("group") else 1
+    value = text(c, node.this)
+    if pattern is None or group is None:
+        return pl.lit(None, dtype=pl.List(pl.String))
+    if not isinstance(group, int) or not 0 <= group <= _groups(pattern):
+        # Spark fails the query on the first match instead; a wrong group is a mistake in the metadata
+        raise SqlExpressionError(f"REGEXP_EXTRACT_ALL group {group} does not exist in the regex (in {c.text!r})")
+    matches = value.str.extract_all(pattern)
+    if group == 0:
+        return matches
+    if _CONTEXT.search(str(source)):
+        raise SqlExpressionError(
+            f"REGEXP_EXTRACT_ALL of a group with a regex that looks outside its match (^, $, \\b) is not "
+            f"supported; extract group 0 or drop the anchor (in {c.text!r})"
+        )
+    anchored = f"^(?:{pattern})$"
+    return matches.list.eval(pl.element().str.extract(anchored, group).fill_null(""))
 
 
 def _substr(c: Compiler, node: exp.RegexpSubstr) -> pl.Expr:
@@ -214,6 +253,7 @@ def _like(c: Compiler, node: exp.Anonymous) -> pl.Expr:
 
 
 NODES: dict[type[exp.Expression], Handler] = {
+    exp.RegexpExtractAll: _extract_all,
     exp.RegexpLike: _rlike,
     exp.RegexpReplace: _replace,
     exp.RegexpExtract: _extract,
@@ -222,5 +262,6 @@ NODES: dict[type[exp.Expression], Handler] = {
     exp.RegexpInstr: _instr,
 }
 NAMES: dict[str, Handler] = {"REGEXP": _like}
-SUPPORTED = ("REGEXP", "REGEXP_COUNT", "REGEXP_EXTRACT", "REGEXP_INSTR", "REGEXP_LIKE", "REGEXP_REPLACE",
+SUPPORTED = ("REGEXP", "REGEXP_COUNT", "REGEXP_EXTRACT", "REGEXP_EXTRACT_ALL", "REGEXP_INSTR", "REGEXP_LIKE",
+             "REGEXP_REPLACE",
              "REGEXP_SUBSTR", "RLIKE")  # fmt: skip

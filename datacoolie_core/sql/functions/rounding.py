@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard
 from datacoolie_core.sql.functions.registry import Handler, arity, dtype, literal, number
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -59,6 +60,18 @@ def _round_integer(x: pl.Expr, scale: int, bits: int, *, even: bool) -> pl.Expr:
     return (((rounded + half) % (2 * half)) - half).cast(pl.Int32 if bits == 32 else pl.Int64)
 
 
+def _ansi_overflow(c: Compiler, x: pl.Expr, rounded: pl.Expr, scale: int, bits: int, *, even: bool) -> pl.Expr:
+    """``rounded``, raising ``ARITHMETIC_OVERFLOW`` in ANSI mode where Spark's ANSI rounding overflows the
+    integer type (ANSI off wraps around)."""
+    if not c.ansi or scale >= 0:
+        return rounded
+    exact, half = _round_integer(x, scale, 128, even=even), 2 ** (bits - 1)
+    bad = (exact >= half) | (exact < -half)
+    target = pl.Int32() if bits == 32 else pl.Int64()
+    detail = "Overflow in rounding {value}."
+    return guard(rounded, target, bad, x, "ARITHMETIC_OVERFLOW", detail, c.text)
+
+
 def _round_decimal(x: pl.Expr, found: pl.Decimal, scale: int, *, even: bool) -> pl.Expr:
     precision, digits = found.precision or _MAX_PRECISION, found.scale or 0
     integral = precision - digits + 1
@@ -82,7 +95,9 @@ def _rounder(*, even: bool) -> Handler:
             raise SqlExpressionError(f"the ROUND/BROUND scale must be an integer literal (in {c.text!r})")
         found = dtype(c, value)
         if found is not None and found.is_integer():
-            return _round_integer(c.compile(value), scale, 32 if found == pl.Int32 else 64, even=even)
+            bits = 32 if found == pl.Int32 else 64
+            rounded = _round_integer(c.compile(value), scale, bits, even=even)
+            return _ansi_overflow(c, c.compile(value), rounded, scale, bits, even=even)
         if isinstance(found, pl.Decimal):
             try:
                 return _round_decimal(c.compile(value), found, scale, even=even)
@@ -152,8 +167,15 @@ def _ceil_floor_to_scale(c: Compiler, node: exp.Expression, *, up: bool) -> pl.E
     unit = 10 ** (digits - (kept if scale >= 0 else scale))
     whole = (unscaled + (unit - 1)) // unit if up else unscaled // unit
     if scale < 0:
-        return (whole * 10 ** (-scale)).cast(pl.Decimal(_MAX_PRECISION, 0)).cast(target)
-    return (whole.cast(pl.Decimal(_MAX_PRECISION, 0)) * pl.lit(Decimal(1).scaleb(-kept))).cast(target)
+        result = (whole * 10 ** (-scale)).cast(pl.Decimal(_MAX_PRECISION, 0)).cast(target)
+    else:
+        result = (whole.cast(pl.Decimal(_MAX_PRECISION, 0)) * pl.lit(Decimal(1).scaleb(-kept))).cast(target)
+    if c.ansi and found is not None and found.is_float():
+        # ANSI: a finite double beyond DECIMAL(30,15) raises (NaN and infinities stay NULL)
+        bad = value.is_finite() & unscaled.is_null()
+        detail = "{value} cannot be represented as DECIMAL(30,15)."
+        return guard(result, target, bad, value, "NUMERIC_VALUE_OUT_OF_RANGE", detail, c.text)
+    return result
 
 
 def _double_unscaled(x: pl.Expr) -> pl.Expr:

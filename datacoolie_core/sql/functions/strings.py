@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard
 from datacoolie_core.sql.functions import formatting, phonetic, rowwise, substrings, urls
 from datacoolie_core.sql.functions.registry import Handler, arity, literal, number, text
 from datacoolie_core.sql.parse import SqlExpressionError
@@ -184,7 +185,17 @@ def _elt(c: Compiler, node: exp.Elt) -> pl.Expr:
     chain: Any = pl.when(index == 1).then(text(c, node.expressions[0]))
     for k, part in enumerate(node.expressions[1:], start=2):
         chain = chain.when(index == k).then(text(c, part))
-    return chain.otherwise(pl.lit(None, dtype=pl.String))
+    result = chain.otherwise(pl.lit(None, dtype=pl.String))
+    if not c.ansi:
+        return result
+    # ANSI: an index beyond the strings raises, as Spark's ELT does
+    count = len(node.expressions)
+    bad = index.is_not_null() & ((index < 1) | (index > count))
+    detail = (
+        f"The index {{value}} is out of bounds. The array has {count} elements. Use the SQL function `get()` to "
+        "tolerate accessing element at invalid index and return NULL instead."
+    )
+    return guard(result, pl.String(), bad, index, "INVALID_ARRAY_INDEX", detail, c.text)
 
 
 # MASK's classes: Java's Character.isUpperCase / isLowerCase / isDigit of each UTF-16 char; a character

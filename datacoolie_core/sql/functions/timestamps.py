@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard
 from datacoolie_core.sql.functions import javatime
 from datacoolie_core.sql.functions.registry import Handler, arity, cast, dtype, literal, number
 from datacoolie_core.sql.parse import SqlExpressionError
@@ -66,6 +67,16 @@ def parse_timestamp(text: pl.Expr, pattern: javatime.Pattern) -> pl.Expr:
     return pl.when(text.str.contains(pattern.regex)).then(parsed).otherwise(pl.lit(None, dtype=UTC_TIMESTAMP))
 
 
+def ansi_parsed(c: Compiler, source: pl.Expr, parsed: pl.Expr, dtype: pl.DataType) -> pl.Expr:
+    """``parsed`` (of ``dtype``), raising ``CANNOT_PARSE_TIMESTAMP`` in ANSI mode where text did not parse
+    (Spark's TO_TIMESTAMP, TO_DATE and UNIX_TIMESTAMP with a pattern; TRY_TO_TIMESTAMP stays NULL)."""
+    if not c.ansi:
+        return parsed
+    bad = source.is_not_null() & parsed.is_null()
+    detail = "Text '{value}' could not be parsed."
+    return guard(parsed, dtype, bad, source, "CANNOT_PARSE_TIMESTAMP", detail, c.text)
+
+
 def _format(c: Compiler, node: exp.TimeToStr) -> pl.Expr:
     return as_timestamp(c, node.this).dt.to_string(_pattern(c, node).chrono)
 
@@ -80,7 +91,8 @@ def _parse(c: Compiler, node: exp.Expression) -> pl.Expr:
     found = dtype(c, node.this)
     if found is not None and found.is_temporal():
         return as_timestamp(c, node.this)  # Spark ignores the pattern for a date/timestamp argument
-    return parse_timestamp(cast(c, node.this, "STRING"), _parse_pattern(c, node))
+    source = cast(c, node.this, "STRING")
+    return ansi_parsed(c, source, parse_timestamp(source, _parse_pattern(c, node)), UTC_TIMESTAMP)
 
 
 def _unix_timestamp(c: Compiler, node: exp.StrToUnix) -> pl.Expr:
@@ -91,7 +103,9 @@ def _unix_timestamp(c: Compiler, node: exp.StrToUnix) -> pl.Expr:
     elif found is not None and found.is_temporal():
         stamp = as_timestamp(c, source)
     else:
-        stamp = parse_timestamp(cast(c, source, "STRING"), _parse_pattern(c, node, _DEFAULT_PATTERN))
+        text_value = cast(c, source, "STRING")
+        parsed = parse_timestamp(text_value, _parse_pattern(c, node, _DEFAULT_PATTERN))
+        stamp = ansi_parsed(c, text_value, parsed, UTC_TIMESTAMP)
     # Spark divides the microseconds with Java's '/', which truncates toward zero: 23:59:59.5 on the
     # last day before the epoch is second 0 (UNIX_SECONDS and CAST floor it to -1)
     micros = stamp.dt.epoch("us")

@@ -14,7 +14,13 @@ from sqlglot import exp
 
 from datacoolie_core.sql.functions import intervals, javatime
 from datacoolie_core.sql.functions.registry import Handler, arity, cast, dtype, literal, text
-from datacoolie_core.sql.functions.timestamps import local_to_utc, parse_timestamp, parsing_pattern, zone_name
+from datacoolie_core.sql.functions.timestamps import (
+    ansi_parsed,
+    local_to_utc,
+    parse_timestamp,
+    parsing_pattern,
+    zone_name,
+)
 from datacoolie_core.sql.parse import SqlExpressionError
 
 if TYPE_CHECKING:
@@ -26,8 +32,15 @@ _WALL = pl.Datetime("us")
 def _parse(*, wall: bool) -> Handler:
     def handler(c: Compiler, node: exp.Anonymous) -> pl.Expr:
         value, *pattern = arity(c, node, 1, 2)
+        tolerant = str(node.name).upper().startswith("TRY_")  # TRY_TO_TIMESTAMP: NULL also in ANSI mode
         if not pattern:
-            return cast(c, value, "TIMESTAMP_NTZ" if wall else "TIMESTAMP")
+            target = exp.DataType.build("TIMESTAMP_NTZ" if wall else "TIMESTAMP")
+            spelled = (
+                exp.TryCast(this=value.copy(), to=target, safe=True)
+                if tolerant
+                else exp.Cast(this=value.copy(), to=target)
+            )
+            return c.compile(spelled)
         java = literal(c, pattern[0], "the datetime pattern")
         if java is None:
             return pl.lit(None, dtype=_WALL if wall else pl.Datetime("us", "UTC"))
@@ -35,7 +48,10 @@ def _parse(*, wall: bool) -> Handler:
             translated = javatime.translate(str(java))
         except SqlExpressionError as e:
             raise SqlExpressionError(f"{e} (in {c.text!r})") from None
-        parsed = parse_timestamp(text(c, value), parsing_pattern(c, translated))
+        source = text(c, value)
+        parsed = parse_timestamp(source, parsing_pattern(c, translated))
+        if not tolerant:
+            parsed = ansi_parsed(c, source, parsed, pl.Datetime("us", "UTC"))
         return parsed.dt.replace_time_zone(None) if wall else parsed
 
     return handler

@@ -38,6 +38,17 @@ def evaluate(sql: str, *, ansi: bool) -> list[Any]:
         ("10 % i", "DIVIDE_BY_ZERO", "Division by zero"),
         ("l * 4", "ARITHMETIC_OVERFLOW", "18446744073709551616"),
         ("-CAST(-2147483648 AS INT)", "ARITHMETIC_OVERFLOW", "-2147483648"),
+        ("split(s, ',')[1]", "INVALID_ARRAY_INDEX", "The index 1 is out of bounds. The array has 1 elements"),
+        ("element_at(split(s, ','), -2)", "INVALID_ARRAY_INDEX_IN_ELEMENT_AT", "The index -2 is out of bounds"),
+        ("to_timestamp(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1' could not be parsed"),
+        ("to_date(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
+        ("unix_timestamp(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
+        ("to_timestamp_ntz(s, 'yyyy-MM-dd')", "CANNOT_PARSE_TIMESTAMP", "Text '1'"),
+        ("abs(CAST(-2147483648 AS INT) + i - i)", "ARITHMETIC_OVERFLOW", "-2147483648"),
+        ("elt(i + 2, s, 'two')", "INVALID_ARRAY_INDEX", "The index 3 is out of bounds. The array has 2 elements"),
+        ("round(2147483647 - i + i, -1)", "ARITHMETIC_OVERFLOW", "2147483647"),
+        ("bround(9223372036854775807L - i + i, -1)", "ARITHMETIC_OVERFLOW", "9223372036854775807"),
+        ("ceil(1e300D + i, 0)", "NUMERIC_VALUE_OUT_OF_RANGE", "cannot be represented as DECIMAL"),
     ],
 )
 def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class: str, value: str) -> None:
@@ -53,6 +64,10 @@ def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class
         ("CAST(s AS INT)", [1, None, None]),
         ("10 / i", [10.0, None, None]),
         ("l * 4", [0, 4, None]),
+        ("elt(i + 2, s, 'two')", [None, "two", None]),
+        ("round(2147483647 - i + i, -1)", [-2147483646, -2147483646, None]),
+        ("split(s, ',')[1]", [None, None, None]),
+        ("size(split(s, ','))", [1, 1, -1]),
     ],
 )
 def test_ansi_off_keeps_null_and_wrap(sql: str, ansi_off: list[Any]) -> None:
@@ -66,6 +81,11 @@ def test_ansi_off_keeps_null_and_wrap(sql: str, ansi_off: list[Any]) -> None:
         ("try_divide(10, i)", [10.0, None, None]),
         ("try_multiply(l, 4)", [None, 4, None]),
         ("CAST(s AS INT) IS NULL OR i > 5", None),
+        ("try_element_at(split(s, ','), 2)", [None, None, None]),
+        ("get(split(s, ','), 1)", [None, None, None]),
+        ("size(split(s, ','))", [1, 1, None]),  # -1 for the NULL array with ANSI off only
+        ("try_to_timestamp(s, 'yyyy-MM-dd')", [None, None, None]),
+        ("try_to_timestamp(s)", [None, None, None]),
     ],
 )
 def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None) -> None:
@@ -77,7 +97,16 @@ def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None)
 
 
 @pytest.mark.parametrize(
-    "sql", ["CAST(DATE'2024-01-01' AS INT)", "CAST(true AS TIMESTAMP)", "s + 1"], ids=["date", "bool", "string"]
+    "sql",
+    [
+        "CAST(DATE'2024-01-01' AS INT)",
+        "CAST(true AS TIMESTAMP)",
+        "s + 1",
+        "next_day(DATE'2024-01-01', 'xx')",
+        "coalesce(i, s)",
+        "decode(i, 0, 0, 1, 1)",
+    ],
+    ids=["date", "bool", "string", "day name", "coalesce string", "decode string null"],
 )
 def test_casts_spark_refuses_in_ansi_mode_are_refused_at_load(sql: str) -> None:
     compile_expression(sql, schema=FRAME.schema)  # fine with ANSI off

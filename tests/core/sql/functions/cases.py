@@ -245,6 +245,14 @@ REGEX = [
         "regexp_replace({x}, '(b)', '\\\\$1$10')", "regexp_replace({x}, NULL, 'x')", "regexp_extract({x}, NULL)",
         x=("s", "t", "n", "'12-34'", "NULL"),
     ),
+    *expand("regexp_extract_all({x}, {p}, 0)", x=("s", "t", "n", "NULL", "'a1b22c3'"),
+            p=tuple(p for p in REGEXES if p not in EMPTY_MATCHES and "$" not in p)),
+    *expand("regexp_extract_all({x}, '([a-z])(\\\\d+)', {k})", "regexp_extract_all({x}, '([a-z])(\\\\d)?', {k})",
+            "regexp_extract_all({x}, '(\\\\d+)-(\\\\d+)')", "regexp_extract_all({x}, '(.)(.)', {k})",
+            "regexp_extract_all({x}, 'b|(c)', {k})", "regexp_extract_all({x}, '(?i)(T)(S)?', {k})",
+            x=("s", "t", "n", "NULL", "'a1b22c3'", "'12-34 5-6'"), k=("0", "1", "2", "3", "NULL")),
+    "regexp_extract_all(s, NULL, 1)", "regexp_extract_all(s, '^(a)', 1)", "regexp_extract_all(s, 'x*', 0)",
+    "regexp_extract_all(s, '[a-z]')", "regexp_extract_all(i, '(\\\\d)', 1)",
 ]  # fmt: skip
 
 CONVERSION = [
@@ -336,6 +344,24 @@ ARRAYS = [
             v=("1", "'a'", "2.5D", "-1")),
     "array_position(array(1, 2), i)", "array_remove(array(1, NULL), NULL)",
     "element_at(split(s, '-'), -1) || '!'", "upper(split(t, '%')[0])", "array_size(array(1))",
+    *expand("array_append({a}, {v})", "array_prepend({a}, {v})", "array_insert({a}, {k}, {v})",
+            a=("split(s, '-')", "array(i, j, NULL)", "array(l)", "split(CAST(NULL AS STRING), ',')", "array(NULL)"),
+            v=("t", "i", "l", "m", "NULL", "'x'"), k=("1", "2", "-1", "-2", "5", "-5", "0", "j")),
+    *expand("array_repeat({x}, {k})", x=("s", "i", "m", "dt", "NULL", "array(i)"),
+            k=("j", "2", "0", "-1", "CAST(NULL AS INT)", "l", "CAST(2 AS TINYINT)")),
+    *expand("flatten({a})", a=("array(split(s, '-'), split(t, '%'))", "array(array(i, NULL), array(j))",
+                               "array(split(CAST(NULL AS STRING), ','), array('x'))", "array(array(i), array(CAST(NULL AS INT)))",
+                               "split(s, '-')", "array(split(s, '-'))")),
+    *expand("array_union({a}, {b})", "array_intersect({a}, {b})", "array_except({a}, {b})",
+            "arrays_overlap({a}, {b})", "arrays_overlap({b}, {a})",
+            a=("array(i, j, i, NULL, j)", "split(s, '-')", "split(CAST(NULL AS STRING), ',')", "array(j, 1)",
+               "array(d, e)", "array(NULL)"),
+            b=("array(j, 1, NULL)", "array(l, 2, 2)", "split(t, '%')", "array(1)", "array(NULL, NULL)",
+               "array(m)", "array(i)", "split(n, '-')")),
+    *expand("sequence({x}, {y})", "sequence({x}, {y}, {z})", x=("j", "1", "-2", "NULL"), y=("2", "j", "CAST(3 AS BIGINT)"),
+            z=("1", "-1", "2", "0", "j", "NULL")),
+    "sequence(CAST(1 AS TINYINT), CAST(3 AS TINYINT))", "sequence(1.5, 3)", "sequence(dt, dt)", "sequence(-2147483648, 2147483647)",
+    *expand("~{x}", x=("i", "l", "j", "CAST(j AS TINYINT)", "CAST(i AS SMALLINT)", "NULL", "d", "m", "s", "b")),
 ]  # fmt: skip
 
 ROWWISE = [

@@ -14,6 +14,7 @@ import polars as pl
 import pytest
 
 from datacoolie_core.sql import SqlExpressionError, compile_expression
+from datacoolie_core.sql.ansi import SparkAnsiError
 
 NOW = datetime(2026, 5, 9, 12, 30, tzinfo=UTC)
 
@@ -278,3 +279,103 @@ def test_array_forms_refused_at_load(sql: str, match: str) -> None:
 )
 def test_levenshtein_format_number_and_day_of_year_as_spark(sql: str, value: Any) -> None:
     assert evaluate(sql)[0] == value
+
+
+@pytest.mark.parametrize(
+    ("sql", "value", "dtype"),
+    [
+        ("~CAST(5 AS TINYINT)", -6, pl.Int8),
+        ("~NULL", None, pl.Int32),
+        ("array_append(array(1, 2), 3L)", [1, 2, 3], pl.List(pl.Int64)),
+        ("array_append(array(1, 2), NULL)", [1, 2, None], pl.List(pl.Int32)),
+        ("array_prepend(array(1, 2), 3L)", [3, 1, 2], pl.List(pl.Int64)),
+        ("array_repeat('a', 2)", ["a", "a"], pl.List(pl.String)),
+        ("array_repeat(1, -1)", [], pl.List(pl.Int32)),
+        ("array_repeat(1, CAST(NULL AS INT))", None, pl.List(pl.Int32)),
+        ("flatten(array(array(1, 2), array(3)))", [1, 2, 3], pl.List(pl.Int32)),
+        ("flatten(array(array(1, NULL)))", [1, None], pl.List(pl.Int32)),
+        ("arrays_overlap(array(1, 2), array(2L, 3))", True, pl.Boolean),
+        ("arrays_overlap(array(1, NULL), array(3))", None, pl.Boolean),
+        ("array_union(array(1, 2, 2, NULL, 1, NULL), array(3, NULL, 1))", [1, 2, None, 3], pl.List(pl.Int32)),
+        ("array_intersect(array(1, 2, 2, NULL, 1, NULL), array(3, NULL, 1))", [1, None], pl.List(pl.Int32)),
+        ("array_except(array(1, 2, 2, NULL, 1, NULL), array(3, 1))", [2, None], pl.List(pl.Int32)),
+        ("array_insert(array(1, 2, 3), -1, 9)", [1, 2, 3, 9], pl.List(pl.Int32)),
+        ("array_insert(array(1, 2, 3), -6, 9)", [9, None, None, 1, 2, 3], pl.List(pl.Int32)),
+        ("array_insert(array(1, 2, 3), 6, 9)", [1, 2, 3, None, None, 9], pl.List(pl.Int32)),
+        ("sequence(5, 1)", [5, 4, 3, 2, 1], pl.List(pl.Int32)),
+        ("sequence(1, 5, 2)", [1, 3, 5], pl.List(pl.Int32)),
+        ("sequence(1, 1, 0)", [1], pl.List(pl.Int32)),
+        ("sequence(1L, 3)", [1, 2, 3], pl.List(pl.Int64)),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_array_building_and_set_operations_as_spark(sql: str, value: Any, dtype: pl.DataType) -> None:
+    frame = pl.DataFrame({"x": [1]})
+    column = frame.select(compile_expression(sql, schema=frame.schema, now=NOW).alias("r"))["r"]
+    assert (column.to_list()[0], column.dtype) == (value, dtype)
+
+
+def test_illegal_sequence_fails_like_spark() -> None:
+    # Spark stops the query on such a row (ANSI on or off): the load fails, nothing is written
+    with pytest.raises(SparkAnsiError, match="Illegal sequence boundaries: 1 to 5 by -1"):
+        evaluate("sequence(1, 5, -1)")
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("array_union(array(1.5D), array(0.0D))", "DOUBLE/FLOAT array is not supported"),
+        ("array_append(array('a'), 1)", "needs elements of one type"),
+        ("array_insert(array(1), x, 2)", "position must be a literal"),
+        ("sequence(DATE'2024-01-01', DATE'2024-01-03')", "only integers"),
+        ("array_repeat(1, 2L)", "must be an INT"),
+        ("~1.5", "takes an integer"),
+    ],
+)
+def test_array_building_refused_at_load(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema={"x": pl.Int32()})
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("regexp_extract_all('a1b22c', '([a-z])(\\\\d+)', 2)", ["1", "22"]),
+        ("regexp_extract_all('a1b22c', '([a-z])(\\\\d+)')", ["a", "b"]),
+        ("regexp_extract_all('a1b22c', '([a-z])(\\\\d+)', 0)", ["a1", "b22"]),
+        ("regexp_extract_all('a1b', '([a-z])(\\\\d)?', 2)", ["1", ""]),
+        ("regexp_extract_all(NULL, 'a', 0)", None),
+    ],
+)
+def test_regexp_extract_all_as_spark(sql: str, value: Any) -> None:
+    frame = pl.DataFrame({"x": [1]})
+    column = frame.select(compile_expression(sql, schema=frame.schema, now=NOW).alias("r"))["r"]
+    assert (column.to_list()[0], column.dtype) == (value, pl.List(pl.String))
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("regexp_extract_all('a1', '([a-z])(\\\\d+)', 3)", "group 3 does not exist"),
+        ("regexp_extract_all('a1', '^([a-z])', 1)", "looks outside its match"),
+        ("regexp_extract_all('a1', 'x*', 0)", "can match the empty string"),
+    ],
+)
+def test_regexp_extract_all_refused_at_load(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema={"x": pl.Int32()})
+
+
+@pytest.mark.parametrize(
+    ("sql", "match"),
+    [
+        ("arrays_zip(array(1), array(2))", "ARRAYS_ZIP' is not supported .*: its result is an array of structs"),
+        ("conv('ff', 16, 10)", "CONV' is not supported .*: it reads and prints numbers in any base"),
+        ("sentences('Hi there')", "SENTENCES' is not supported .*: it splits text with Java's"),
+        ("to_number('12', '99')", "TO_NUMBER' is not supported .*: its Oracle-style number formats"),
+        ("try_to_number('12', '99')", "TRY_TO_NUMBER' is not supported .*: its Oracle-style"),
+    ],
+)
+def test_refused_functions_say_why(sql: str, match: str) -> None:
+    with pytest.raises(SqlExpressionError, match=match):
+        compile_expression(sql, schema={"x": pl.Int32()})

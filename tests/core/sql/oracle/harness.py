@@ -126,13 +126,17 @@ def check(spark: Any, cases: Iterable[Case], *, ansi: bool = False) -> Report:
     frame = table.polars_frame(polars_dtype)
     ours = {case.sql: evaluate_polars(frame, case.sql, ansi=ansi) for case in compared}
     # what we reject, Spark's analyzer likely rejects too: analyze those one by one, batch the rest
-    accepted = [case.sql for case in compared if not ours[case.sql].rejected]
+    # what we raise on at run time, Spark likely raises on too: evaluate those one by one (a raising
+    # batch would be bisected, one job per halving)
+    raising = [case.sql for case in compared if ours[case.sql].error_class is not None]
+    accepted = [case.sql for case in compared if not ours[case.sql].rejected and ours[case.sql].error_class is None]
     rejected = [case.sql for case in compared if ours[case.sql].rejected]
     saved = spark.conf.get(_ANSI)
     spark.conf.set(_ANSI, str(ansi).lower())
     try:
         theirs = dict(zip(accepted, evaluate_spark(spark, accepted), strict=True))
         theirs.update(zip(rejected, evaluate_spark(spark, rejected, likely_rejected=True), strict=True))
+        theirs.update(zip(raising, evaluate_spark(spark, raising, singly=True), strict=True))
     finally:
         spark.conf.set(_ANSI, saved)
     for case in compared:
@@ -147,10 +151,13 @@ def check(spark: Any, cases: Iterable[Case], *, ansi: bool = False) -> Report:
     return report
 
 
-def evaluate_spark(spark: Any, expressions: Sequence[str], *, likely_rejected: bool = False) -> list[Outcome]:
+def evaluate_spark(
+    spark: Any, expressions: Sequence[str], *, likely_rejected: bool = False, singly: bool = False
+) -> list[Outcome]:
     """Spark's outcome for each expression, in batches over the input table.
 
     ``likely_rejected``: most will fail analysis, so analyze each alone instead of bisecting.
+    ``singly``: most will raise at run time, so run each alone instead of bisecting.
     """
     frame = table.spark_frame(spark)
     saved = {key: spark.conf.get(key) for key in _INTERPRETED}
@@ -158,8 +165,9 @@ def evaluate_spark(spark: Any, expressions: Sequence[str], *, likely_rejected: b
         spark.conf.set(key, value)
     try:
         outcomes: list[Outcome] = []
-        for start in range(0, len(expressions), BATCH):
-            batch = list(expressions[start : start + BATCH])
+        size = 1 if singly else BATCH
+        for start in range(0, len(expressions), size):
+            batch = list(expressions[start : start + size])
             outcomes.extend(
                 _analyzed_apart(frame, batch, alone=True) if likely_rejected else _spark_batch(frame, batch)
             )
@@ -242,8 +250,12 @@ def _failed(error: Exception) -> Outcome:
     # a run-time error (not the analyzer's) starts with its class: "[DIVIDE_BY_ZERO] Division by zero."
     runtime = type(error).__name__ not in _ANALYSIS_ERRORS
     found = _ERROR_CLASS.search(str(error)) if runtime else None
+    lines = str(error).splitlines()
+    # a Java exception wrapped by Py4J: its message is on a later line ("java.lang....Exception: ...")
+    found_cause = re.search(r"java\.lang\.[\w.$]*(?:Exception|Error): [^\n]*", str(error))
+    cause = found_cause.group(0) if found_cause else ""
     return Outcome(
-        error=f"{type(error).__name__}: {str(error).splitlines()[0][:200]}",
+        error=f"{type(error).__name__}: {lines[0][:200]}{' ' + cause[:300] if cause else ''}",
         error_class=found.group(1) if found else None,
     )
 
@@ -273,6 +285,8 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
     if spark.error is not None:
         if spark.error_class is not None and spark.error_class == ours.error_class:
             return None  # ANSI mode: the same run-time error class
+        if spark.error_class is None and ours.error_class == "" and ours.error and _message(ours.error) in spark.error:
+            return None  # an error without a class in Spark 3.5 (an illegal SEQUENCE): the same message
         return (
             None
             if ours.rejected
@@ -290,6 +304,11 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
         if not _same(mine, theirs):
             return f"row {row}: {mine!r} != Spark {theirs!r} (all: {list(ours.values)} vs {list(spark.values)})"
     return None
+
+
+def _message(error: str) -> str:
+    """Our run-time error's message without where it happened (``... (in SQL expression ...``)."""
+    return error.split(" (in SQL expression")[0]
 
 
 def _same(mine: Any, theirs: Any) -> bool:

@@ -56,6 +56,7 @@ SIGNATURES: dict[str, str] = {
     "REGEXP": "str,''[0-9]+''/''^a''", "RLIKE": "str,''b$''", "REGEXP_LIKE": "str,''^t''",
     "REGEXP_COUNT": "str,''[a-z]''", "REGEXP_EXTRACT": "str,''([a-z]+)'',''1''/''0''",
     "REGEXP_INSTR": "str,''[0-9]''", "REGEXP_REPLACE": "str,''[0-9]'',''#''", "REGEXP_SUBSTR": "str,''[a-z]+''",
+    "REGEXP_EXTRACT_ALL": "str,''([a-z])([0-9])?'',''0''/''1''/''2''|str,''[a-z]+''",
     "COALESCE": "any|num,num|str,str", "IFNULL": "num,num|str,str", "NVL": "num,num|str,str",
     "NULLIF": "num,num|str,str", "NVL2": "any,num,num", "EQUAL_NULL": "num,num|str,str", "ISNULL": "any",
     "ISNOTNULL": "any", "TYPEOF": "any",
@@ -86,6 +87,9 @@ SIGNATURES: dict[str, str] = {
     "ARRAY_JOIN": "ARRAYS", "SLICE": "ARRAYS", "ARRAY_MAX": "ARRAYS", "ARRAY_MIN": "ARRAYS",
     "ARRAY_DISTINCT": "ARRAYS", "ARRAY_POSITION": "ARRAYS", "ARRAY_REMOVE": "ARRAYS", "SORT_ARRAY": "ARRAYS",
     "LEVENSHTEIN": "str,str|str,str,int", "FORMAT_NUMBER": "num,'0'/'2'/'-1'", "ELEMENT_AT": "ARRAYS", "TRY_ELEMENT_AT": "ARRAYS", "ARRAY_CONTAINS": "ARRAYS",
+    "ARRAY_APPEND": "ARRAYS", "ARRAY_PREPEND": "ARRAYS", "ARRAY_INSERT": "ARRAYS", "ARRAY_REPEAT": "any,int",
+    "FLATTEN": "ARRAYS", "ARRAY_UNION": "ARRAYS", "ARRAY_INTERSECT": "ARRAYS", "ARRAY_EXCEPT": "ARRAYS",
+    "ARRAYS_OVERLAP": "ARRAYS", "SEQUENCE": "int,int|int,int,int",
 }
 # fmt: on
 _LISTS = ("SPLIT(s, '-')", "SPLIT(t, '%')", "ARRAY(i, j, NULL)", "SPLIT(CAST(NULL AS STRING), ',')")
@@ -106,6 +110,16 @@ _ARRAYS = {
     "ELEMENT_AT": tuple(f"ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("1", "-1", "3", "-9", "NULL")),
     "TRY_ELEMENT_AT": tuple(f"TRY_ELEMENT_AT({a}, {k})" for a in _LISTS for k in ("2", "-2", "9")),
     "ARRAY_CONTAINS": tuple(f"ARRAY_CONTAINS({a}, {v})" for a in _LISTS[:3] for v in ("'1'", "s", "i", "1")),
+    "ARRAY_APPEND": tuple(f"ARRAY_APPEND({a}, {v})" for a in _LISTS for v in ("'1'", "i", "NULL")),
+    "ARRAY_PREPEND": tuple(f"ARRAY_PREPEND({a}, {v})" for a in _LISTS for v in ("'1'", "l", "NULL")),
+    "ARRAY_INSERT": tuple(
+        f"ARRAY_INSERT({a}, {k}, {v})" for a in _LISTS for k in ("1", "-3", "4") for v in ("'1'", "j")
+    ),
+    "FLATTEN": tuple(f"FLATTEN(ARRAY({a}, {b}))" for a in _LISTS for b in _LISTS),
+    **{
+        name: tuple(f"{name}({a}, {b})" for a in _LISTS for b in _LISTS)
+        for name in ("ARRAY_UNION", "ARRAY_INTERSECT", "ARRAY_EXCEPT", "ARRAYS_OVERLAP")
+    },
 }
 SPECIAL: dict[str, tuple[str, ...]] = {
     **_ARRAYS,

@@ -18,6 +18,8 @@ DOC = Path(__file__).parents[4] / "docs" / "sql-coverage.md"
 CONSTRUCTS = {"!", "!=", "%", "&", "*", "+", "-", "/", "<", "<=", "<=>", "<>", "=", "==", ">", ">=", "^", "|",
               "||", "and", "or", "not", "between", "case", "if", "in", "like", "ilike", "rlike", "regexp",
               "cast", "try_cast", "div", "isnull", "isnotnull", "when", "mod", "pmod"}  # fmt: skip
+# operators Spark lists among its scalar functions, compiled by the compiler itself
+SCALAR_OPERATORS = {"~"}
 WINDOW = {"row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile", "lead", "lag", "nth_value"}
 GENERATORS = {"explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer", "stack",
               "json_tuple", "range"}  # fmt: skip
@@ -54,6 +56,7 @@ def category(name: str, class_name: str | None) -> str:
 def render(functions: list[tuple[str, str | None]]) -> str:
     """The coverage page for Spark's registry ``functions`` (name, implementing class)."""
     supported = {name.lower() for name in SUPPORTED_FUNCTIONS} | {n for n in CONSTRUCTS if n.isalpha() or "_" in n}
+    supported |= SCALAR_OPERATORS
     rows: dict[str, list[tuple[str, bool]]] = {}
     for name, class_name in sorted(functions):
         kind = category(name, class_name)
