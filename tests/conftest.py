@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,17 @@ _FIXTURE_TIERS |= {"azurite": ("azurite_server",)}
 _SLOW = ("spark", "postgres", "daemon", "mariadb")
 
 
+_ONE_WORKER = ("spark",)
+"""Tiers whose tests all run on one pytest-xdist worker (``--dist loadgroup``): one Spark JVM per run."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # No test uses the developer's Dagster instance: those that need one make their own under their
+    # tmp_path. Two workers writing one instance's SQLite files would also race.
+    os.environ.pop("DAGSTER_HOME", None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -146,3 +158,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.postgres)
         if any(item.get_closest_marker(name) for name in _SLOW):
             item.add_marker(pytest.mark.slow)
+        for tier in _ONE_WORKER:
+            if item.get_closest_marker(tier):
+                item.add_marker(pytest.mark.xdist_group(tier))
