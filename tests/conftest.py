@@ -127,9 +127,10 @@ def azurite_server() -> Iterator[AzuriteServer]:
         yield server
 
 
-# Slow tiers, so the fast tier (`-m "not slow"`) runs in a few minutes: the Spark oracle (JVM), real
-# PostgreSQL servers (marked by the fixtures they use) and real Dagster daemons (marked `daemon` where
-# they start one).
+# The slow tier: every test over ~10 s (marked `slow` where it is written) and the tiers that start
+# heavy machinery: the Spark oracle (JVM), real PostgreSQL and MariaDB servers (marked here by the
+# fixtures they use) and real Dagster daemons (marked `daemon` where they start one). What is left,
+# `-m "not slow"`, is the fast tier.
 _FIXTURE_TIERS = {"spark": ("spark",), "postgres": ("postgres_url", "postgres_server", "postgres_database")}
 _FIXTURE_TIERS |= {"mariadb": ("mariadb_url",), "redis": ("redis_url",), "s3": ("s3_server",)}
 _FIXTURE_TIERS |= {"azurite": ("azurite_server",)}
