@@ -194,9 +194,9 @@ test() {
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster datacoolie_dagster_hook
   # one pytest-xdist worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N for N), each with its own
-  # servers, ports and temporary folders (tests/support/servers.py); the Spark tests share one
-  # worker, so one JVM. `./make.sh test -n 0 ...` runs in one process.
-  "$VENV/bin/python" -m pytest -n auto --dist loadgroup "$@"
+  # servers, ports and temporary folders (tests/support/servers.py); an idle worker takes tests
+  # queued for a busy one (worksteal). `./make.sh test -n 0 ...` runs in one process.
+  "$VENV/bin/python" -m pytest -n auto --dist worksteal "$@"
 }
 
 case "${1:-}" in

@@ -67,7 +67,7 @@ def _forget_secrets() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The one local-mode SparkSession of the test run (the oracle; tests using it are marked ``spark``)."""
+    """The local-mode SparkSession of this test process (the oracle; tests using it are marked ``spark``)."""
     session = start_spark()
     yield session
     session.stop()
@@ -137,17 +137,12 @@ _FIXTURE_TIERS |= {"azurite": ("azurite_server",)}
 _SLOW = ("spark", "postgres", "daemon", "mariadb")
 
 
-_ONE_WORKER = ("spark",)
-"""Tiers whose tests all run on one pytest-xdist worker (``--dist loadgroup``): one Spark JVM per run."""
-
-
 def pytest_configure(config: pytest.Config) -> None:
     # No test uses the developer's Dagster instance: those that need one make their own under their
     # tmp_path. Two workers writing one instance's SQLite files would also race.
     os.environ.pop("DAGSTER_HOME", None)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
@@ -159,6 +154,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.postgres)
         if any(item.get_closest_marker(name) for name in _SLOW):
             item.add_marker(pytest.mark.slow)
-        for tier in _ONE_WORKER:
-            if item.get_closest_marker(tier):
-                item.add_marker(pytest.mark.xdist_group(tier))
