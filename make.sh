@@ -2,7 +2,7 @@
 # Set-up and entry points for a fresh machine that has only Python 3.11 and pip.
 #   ./make.sh example   install, then validate and run the bundled example
 #   ./make.sh ui [dagster dev args]   install, then the Dagster UI + daemon on the project's instance (.dagster/)
-#   ./make.sh test      install, then lint and run the whole test suite
+#   ./make.sh test [pytest args]   install, then lint and run the whole test suite in parallel (pytest-xdist)
 #   ./make.sh install [dev,oracle]   only create .venv and install the project (pinned by constraints.txt)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -193,7 +193,10 @@ test() {
   "$VENV/bin/ruff" check datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/ruff" format --check --quiet datacoolie_core datacoolie_dagster datacoolie_dagster_hook tests benchmarks
   "$VENV/bin/mypy" datacoolie_core datacoolie_dagster datacoolie_dagster_hook
-  "$VENV/bin/python" -m pytest "$@"
+  # one pytest-xdist worker per CPU (PYTEST_XDIST_AUTO_NUM_WORKERS=N for N), each with its own
+  # servers, ports and temporary folders (tests/support/servers.py); an idle worker takes tests
+  # queued for a busy one (worksteal). `./make.sh test -n 0 ...` runs in one process.
+  "$VENV/bin/python" -m pytest -n auto --dist worksteal "$@"
 }
 
 case "${1:-}" in

@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -30,6 +29,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.dagster.cli_support import BIN, CODE_LOCATION, REPOSITORY
+from tests.support.servers import free_port
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 INSTALL_HINT = "apt-get update && apt-get install -y chromium chromium-driver"
@@ -71,12 +71,6 @@ def chromium() -> Iterator[WebDriver]:
         yield driver
     finally:
         driver.quit()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(condition: Callable[[], Any], timeout: float, what: str, poll: float = 0.5) -> Any:

@@ -23,7 +23,6 @@ from datacoolie_core.columns import TRAILING_COLUMNS
 from datacoolie_dagster import build_definitions
 from datacoolie_dagster.location.assets import TableAsset, build_table_assets
 from datacoolie_dagster.location.translator import DataCoolieTranslator
-from tests.support.postgres import postgres_url
 
 REPOSITORY = Path(__file__).parents[2]
 
@@ -66,13 +65,6 @@ def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def instance() -> Iterator[dg.DagsterInstance]:
     with dg.DagsterInstance.ephemeral() as ephemeral:
         yield ephemeral
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """One real PostgreSQL server for the Dagster tests (started once, see ``tests.support.postgres``)."""
-    with postgres_url() as url:
-        yield url
 
 
 @pytest.fixture

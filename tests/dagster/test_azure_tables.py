@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,16 +25,16 @@ from datacoolie_dagster import build_definitions
 from datacoolie_dagster.automation.sensing.observations import fingerprint_source
 from datacoolie_dagster.location.tables import source_refs
 from tests.dagster.conftest import key, materialize
-from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, KEY_VAR, NAME_VAR, AzuriteServer, abfss, start_azurite
+from tests.support.azurite import ACCOUNT, ACCOUNT_KEY, KEY_VAR, NAME_VAR, AzuriteServer, abfss
 
 pytestmark = [pytest.mark.slow, pytest.mark.azurite]
 BRONZE = key("bronze/sales/orders")
 
 
 @pytest.fixture(scope="module")
-def azurite() -> Iterator[AzuriteServer]:
-    with start_azurite() as server:
-        yield server
+def azurite(azurite_server: AzuriteServer) -> AzuriteServer:
+    """The Azurite server of the test process (``tests/conftest.py``); each test makes its own container."""
+    return azurite_server
 
 
 @pytest.fixture

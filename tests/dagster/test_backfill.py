@@ -281,6 +281,7 @@ def test_an_asset_backfill_no_longer_holds_what_it_wrote_or_failed(instance: dg.
     assert backfill(instance, "2024-01..2024-05") == [("2024-01",), ("2024-03",), ("2024-05",)]
 
 
+@pytest.mark.slow
 def test_a_stage_targets_its_partitioned_assets(instance: dg.DagsterInstance) -> None:
     with workspace(instance) as context:
         plan, _ = run_backfill(context, "bronze2silver", "@all")
@@ -338,6 +339,7 @@ def test_select_partitions(spec: str, expected: list[str]) -> None:
         assert select_partitions(MONTHS, spec, asset=ORDERS, instance=ephemeral) == expected
 
 
+@pytest.mark.slow
 def test_cli_queues_through_the_instance_in_dagster_home(tmp_path: Path, settings: InstanceSettings) -> None:
     home = tmp_path / "cli_home"
     open_instance(home, settings.config).dispose()

@@ -43,8 +43,7 @@ from datacoolie_core import FileProvider
 from datacoolie_core.orchestration.distributor import JobDistributor
 from tests.dagster.celery_support import Worker, celery_workers
 from tests.dagster.cli_support import BIN, REPOSITORY
-from tests.support.redis import redis_url
-from tests.support.s3 import ACCESS_KEY_ID, KEY_ID_VAR, REGION, SECRET_ACCESS_KEY, SECRET_VAR, S3Server, start_moto
+from tests.support.s3 import ACCESS_KEY_ID, KEY_ID_VAR, REGION, SECRET_ACCESS_KEY, SECRET_VAR, S3Server
 
 pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.redis, pytest.mark.postgres, pytest.mark.s3]
 
@@ -66,16 +65,9 @@ INSTANCE_FILE = REPOSITORY / "deploy" / "celery" / "dagster.yaml"
 
 
 @pytest.fixture(scope="module")
-def broker() -> Iterator[str]:
-    with redis_url() as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def s3_server() -> Iterator[S3Server]:
-    """One moto server for the module; each test writes to a bucket of its own."""
-    with start_moto() as server:
-        yield server
+def broker(redis_url: str) -> str:
+    """The Redis server of the test process (``tests/conftest.py``); each test uses its own databases."""
+    return redis_url
 
 
 @dataclass(frozen=True)

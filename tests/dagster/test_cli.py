@@ -17,6 +17,7 @@ from polars.testing import assert_series_equal
 from tests.dagster.cli_support import CODE_LOCATION, deploy, explain
 
 
+@pytest.mark.slow
 def test_stage_job_then_one_partition_from_the_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     deployment = deploy(tmp_path)
     pointer = [*CODE_LOCATION, "-d", str(deployment.project)]

@@ -48,6 +48,7 @@ def with_documented_component(sandbox: DefsFolderSandbox) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_dg_lists_the_component() -> None:
     listed = subprocess.run(
         [str(Path(sys.executable).parent / "dg"), "list", "components", "--json"],

@@ -201,6 +201,7 @@ def write_code_location(root: Path, silver_filter: str | None = None) -> Path:
 
 
 @pytest.mark.parametrize(("silver_filter", "code"), [(None, 0), ("no_such_column > 1", 1)], ids=["ok", "silver-fails"])
+@pytest.mark.slow
 def test_cli_in_process(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

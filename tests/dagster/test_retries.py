@@ -182,6 +182,7 @@ def _evaluate(
     return list(result.run_requests or []), result.cursor
 
 
+@pytest.mark.slow
 def test_a_failed_automated_run_is_retried_once_when_due(test_instance: dg.DagsterInstance) -> None:
     run = _fail_run(test_instance, {AUTOMATED: "true", "team": "sales"})
     clock = _Clock(time.time())
@@ -229,6 +230,7 @@ def test_an_evaluation_without_a_retry_says_why_in_words(test_instance: dg.Dagst
     assert waiting.skip_message == f"1 retry waiting; the next is due in {BASE:.0f} s"
 
 
+@pytest.mark.slow
 def test_a_lost_cursor_reuses_the_recorded_due_time(test_instance: dg.DagsterInstance) -> None:
     run = _fail_run(test_instance, {AUTOMATED: "true"})
     clock = _Clock(time.time())
@@ -365,6 +367,7 @@ def _backfill_waits(instance: dg.DagsterInstance, backfill_id: str) -> bool:
     return not backfill_runs_are_complete(backfill_id, instance, logging.getLogger("test"))
 
 
+@pytest.mark.slow
 def test_a_retry_stays_in_its_live_backfill_which_waits_for_it(test_instance: dg.DagsterInstance) -> None:
     backfill_id = _add_backfill(test_instance)
     clock = _Clock(time.time())
@@ -409,6 +412,7 @@ def test_a_retry_leaves_a_finished_backfill(test_instance: dg.DagsterInstance, s
 
 
 @pytest.mark.parametrize("status", ["CANCELED", "CANCELING", "FAILED"])
+@pytest.mark.slow
 def test_a_run_of_a_stopped_backfill_is_not_retried(test_instance: dg.DagsterInstance, status: str) -> None:
     backfill_id = _add_backfill(test_instance, status)
     failed = _materialize_letter(test_instance, {BACKFILL_TAG: backfill_id})
@@ -419,6 +423,7 @@ def test_a_run_of_a_stopped_backfill_is_not_retried(test_instance: dg.DagsterIns
     assert RETRY_DUE_AT not in tags
 
 
+@pytest.mark.slow
 def test_a_backfill_stopped_while_the_retry_waits_is_not_retried(test_instance: dg.DagsterInstance) -> None:
     from dagster._core.execution.backfill import BulkActionStatus  # Dagster 1.13.27
 
@@ -529,6 +534,7 @@ def test_the_daemon_restarts_a_killed_automated_run_once_and_at_once(
     assert not {RETRY_DUE_AT, WILL_RETRY_TAG, RETRY_DECISION} & manual_tags.keys()
 
 
+@pytest.mark.slow
 def test_a_run_of_another_code_location_is_left_alone(test_instance: dg.DagsterInstance) -> None:
     """One instance, several code locations: each location's sensors retry only their own runs."""
 

@@ -114,6 +114,7 @@ def crashed() -> None:
     [(changed_metadata, 0, METADATA_CHANGED), (crashed, 1, None)],
     ids=["final-failure-not-relaunched", "other-failure-relaunched"],
 )
+@pytest.mark.slow
 def test_the_sensor_relaunches_only_failures_that_are_not_final(
     job: dg.JobDefinition, requests: int, decision: str | None
 ) -> None:

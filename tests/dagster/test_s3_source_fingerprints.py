@@ -13,9 +13,8 @@ from datacoolie_core.platform.storage import clear_storage_bindings
 from datacoolie_dagster.automation.sensing.observations import fingerprint_source
 from datacoolie_dagster.location.tables import source_refs
 from tests.core.object_storage.lake import S3Lake, orders
-from tests.support.s3 import S3Server, s3, s3_server
+from tests.support.s3 import S3Server
 
-__all__ = ["s3", "s3_server"]
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
 
 

@@ -22,9 +22,8 @@ from datacoolie_core.platform.storage import clear_storage_bindings
 from datacoolie_dagster import build_definitions
 from tests.core.object_storage.lake import S3Lake, s3_connection
 from tests.dagster.conftest import key, materialize
-from tests.support.s3 import S3Server, s3, s3_server
+from tests.support.s3 import S3Server
 
-__all__ = ["s3", "s3_server"]
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
 BRONZE, SILVER = key("bronze/sales/orders"), key("silver/sales/orders")
 

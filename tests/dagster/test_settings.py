@@ -131,6 +131,7 @@ def validate_cli(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_validate_strict_reports_every_typo_and_exits_2(tmp_path: Path) -> None:
     path = write_metadata(
         tmp_path, LINEAGE, configure(max_partition_per_run=3, schedul={"cron": "0 * * * *"}, sensr=False)

@@ -77,6 +77,7 @@ def rewind_schedule(instance: dg.DagsterInstance, hours: int) -> None:
     instance.update_instigator_state(state.with_data(rewound))
 
 
+@pytest.mark.slow
 def test_tick_submits_what_is_due_once_and_reports_a_failed_evaluation(
     deployment: Deployment, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from typing import Any
 
 import dagster as dg
 import pytest
+
+from tests.support.servers import free_port
 
 REPOSITORY = Path(__file__).parents[2]
 VENV = Path(sys.executable).parent.parent
@@ -41,12 +42,6 @@ def test_every_variable_the_docs_name_is_one_the_code_reads() -> None:
     read |= set(re.findall(r"\benv: (DATACOOLIE_[A-Z_]+)", instance_configs))  # read by Dagster
     assert {"DATACOOLIE_METADATA", "DATACOOLIE_HOME"} <= named
     assert named - read == set()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def query(port: int) -> dict[str, Any] | None:

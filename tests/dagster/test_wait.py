@@ -2,6 +2,7 @@
 
 # no `from __future__ import annotations`: Dagster reads the ops' context annotations at runtime
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -83,6 +84,7 @@ def test_a_successful_run_prints_its_steps_tables_and_a_summary_and_exits_0(
     assert lines[-1].endswith(": 1 table(s), 604 rows written")
 
 
+@pytest.mark.slow
 def test_a_failed_run_prints_the_failing_dataflow_and_exits_1(home: tuple[str, dg.DagsterInstance]) -> None:
     _, instance = home
     good = loads.execute_in_process(instance=instance).run_id
@@ -142,7 +144,8 @@ def test_a_stale_heartbeat_counts_as_no_daemon(home: tuple[str, dg.DagsterInstan
     code, lines = follow(instance, [run_id], queued_timeout=0)
 
     assert code == GAVE_UP
-    assert "(last: 600 s ago): is dagster-daemon running?" in lines[-2]
+    # 600 s, plus however long the check itself took (seconds on a loaded machine)
+    assert re.search(r"\(last: 6\d\d s ago\): is dagster-daemon running\?", lines[-2]), lines[-2]
 
 
 def test_the_command_exits_0_for_finished_runs_and_2_for_an_unknown_run(

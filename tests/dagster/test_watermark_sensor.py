@@ -91,6 +91,7 @@ def test_monthly_table_reads_its_days_and_follows_them(defs: dg.Definitions) -> 
     assert sorted(month.partitions_subset.get_partition_keys()) == DAYS
 
 
+@pytest.mark.slow
 def test_the_month_is_requested_after_all_its_days_never_before(
     defs: dg.Definitions, instance: dg.DagsterInstance
 ) -> None:
@@ -122,6 +123,7 @@ class _EagerMonths(DataCoolieTranslator):
 @pytest.mark.parametrize(
     ("translator", "months"), [(None, {"2024-01"}), (_EagerMonths(), set())], ids=["ours", "eager"]
 )
+@pytest.mark.slow
 def test_an_older_month_follows_its_days_eager_only_the_latest(
     lake: Path, instance: dg.DagsterInstance, translator: DataCoolieTranslator | None, months: set[str]
 ) -> None:
@@ -243,6 +245,7 @@ def test_a_cursor_written_before_the_packed_form_is_read_by_dataflow_id(
     assert unpack_cursor(data.cursor) == document
 
 
+@pytest.mark.slow
 def test_a_dagster_run_of_the_upstream_is_left_to_the_automation(
     lake: Path, defs: dg.Definitions, instance: dg.DagsterInstance
 ) -> None:

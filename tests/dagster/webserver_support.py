@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import urllib.error
 import urllib.request
@@ -19,14 +18,9 @@ from typing import Any
 
 from tests.dagster.cli_support import BIN
 from tests.dagster.daemon_support import Daemon, wait_until
+from tests.support.servers import free_port
 
 LOCATION_QUERY = "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus locationOrLoadError { __typename ... on PythonError { message } } } } } }"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def graphql(url: str, query: str) -> dict[str, Any]:
@@ -52,7 +46,7 @@ def _loaded(url: str, process: subprocess.Popen[bytes]) -> bool:
 @contextmanager
 def webserver(daemon: Daemon, timeout: float = 240) -> Iterator[str]:
     """``dagster-webserver -w workspace.yaml`` on a free port; yields its URL once the location is loaded."""
-    port = _free_port()
+    port = free_port()
     log = (daemon.root / "webserver.log").open("ab")
     process = subprocess.Popen(
         [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],

@@ -3,8 +3,8 @@
 :func:`start_azurite` starts ``azurite-blob`` on 127.0.0.1 and a free port, in memory (a test server
 keeps nothing) and with its telemetry off (no traffic leaves the machine), waits until it accepts
 connections, and stops it at exit. The binary: ``$DATACOOLIE_AZURITE_BIN``, else the one
-``./make.sh test`` installs beside the virtualenv (``.venv/azurite``), else ``azurite-blob`` on PATH.
-A missing binary skips the tests with the install command, except under ``CI`` where it fails.
+``./make.sh test`` installs beside the virtualenv (``.venv/azurite``), else ``azurite-blob`` on PATH. Started through the server harness
+(:mod:`tests.support.servers`).
 
 Azurite serves the Blob API at ``http://127.0.0.1:<port>/devstoreaccount1``: delta-rs, Polars and
 obstore reach it from an ``abfss://<container>@devstoreaccount1.dfs.core.windows.net/…`` URL with
@@ -18,11 +18,7 @@ import hashlib
 import hmac
 import os
 import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -30,9 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
 
-import pytest
+from tests.support.servers import Server, ServerSpec, listening, running
 
 VERSION = "3.35.0"
 INSTALL_HINT = f"npm install --prefix .venv/azurite azurite@{VERSION}"
@@ -41,7 +36,6 @@ ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 """Azurite's well-known development account (public: it is in Azurite's documentation)."""
 NAME_VAR, KEY_VAR = "DC_TEST_AZURE_ACCOUNT", "DC_TEST_AZURE_KEY"
 """The environment variables the test connections' ``secrets_ref`` name (``env:`` source)."""
-START_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -101,58 +95,31 @@ def abfss(container: str, path: str = "") -> str:
     return f"abfss://{container}@{ACCOUNT}.dfs.core.windows.net/{path}".rstrip("/")
 
 
-def _binary() -> str | None:
+def _binaries() -> dict[str, str] | None:
     given = os.environ.get("DATACOOLIE_AZURITE_BIN")
-    if given:
-        return given
     beside_venv = Path(sys.prefix) / "azurite" / "node_modules" / ".bin" / "azurite-blob"
-    return str(beside_venv) if beside_venv.exists() else shutil.which("azurite-blob")
+    found = given or (str(beside_venv) if beside_venv.exists() else shutil.which("azurite-blob"))
+    return None if found is None else {"server": found}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _command(server: Server) -> list[str]:
+    return [server.binaries["server"], "--blobHost", "127.0.0.1", "--blobPort", str(server.port),
+            "--inMemoryPersistence", "--disableTelemetry", "--skipApiVersionCheck"]  # fmt: skip
 
 
-def _listening(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
-            return True
-    except OSError:
-        return False
-
-
-def _missing(message: str) -> NoReturn:
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
+AZURITE = ServerSpec(
+    name="azurite",
+    install_hint=INSTALL_HINT,
+    binaries=_binaries,
+    command=_command,
+    ready=lambda server: listening(server.port),
+    new_session=True,  # node, and whatever it starts, stop together
+    stop_timeout=10.0,
+)
 
 
 @contextmanager
 def start_azurite() -> Iterator[AzuriteServer]:
     """Start a private ``azurite-blob``; yield it; stop it at exit."""
-    binary = _binary()
-    if binary is None:
-        _missing(f"azurite-blob not found; install it: {INSTALL_HINT}")
-    root = Path(tempfile.mkdtemp(prefix="datacoolie-azurite-"))
-    port = _free_port()
-    args = [binary, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence",
-            "--disableTelemetry", "--skipApiVersionCheck"]  # fmt: skip
-    with (root / "azurite.log").open("wb") as log:
-        process = subprocess.Popen(args, cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _listening(port):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"azurite did not start:\n{(root / 'azurite.log').read_text(errors='replace')}")
-            time.sleep(0.1)
-        yield AzuriteServer(f"http://127.0.0.1:{port}/{ACCOUNT}")
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        shutil.rmtree(root, ignore_errors=True)
+    with running(AZURITE) as server:
+        yield AzuriteServer(f"http://127.0.0.1:{server.port}/{ACCOUNT}")

@@ -2,12 +2,10 @@
 
 ``DATACOOLIE_TEST_POSTGRES_URL`` (``postgresql://user:password@host:port/db``) points the tests at an
 existing server. Otherwise :func:`start_postgres` starts a private cluster from the Debian package's
-binaries (``/usr/lib/postgresql/<version>/bin``): password authentication over TCP on 127.0.0.1 and a
-free port, the unix socket inside the cluster's temporary directory, ``fsync`` off. ``initdb``
-refuses to run as root, so as root the cluster is created and run as the ``postgres`` user.
-
-Missing binaries skip the tests with the install command, except under ``CI`` where they fail: a CI
-run must never pass by skipping its database tests.
+binaries (``/usr/lib/postgresql/<version>/bin``) through the server harness
+(:mod:`tests.support.servers`): password authentication over TCP on 127.0.0.1 and a free port, the
+unix socket inside the cluster's folder, ``fsync`` off, stopped by a fast shutdown. ``initdb`` and
+``postgres`` refuse to run as root, so as root the cluster is created and run as the ``postgres`` user.
 """
 
 from __future__ import annotations
@@ -15,14 +13,13 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
+import signal
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from tests.support.servers import Server, ServerSpec, given_or_started, running
 
 ENV_URL = "DATACOOLIE_TEST_POSTGRES_URL"
 USER = "postgres"
@@ -31,34 +28,47 @@ INSTALL_HINT = "apt-get update && apt-get install -y postgresql"
 
 
 def find_bin_dir() -> Path | None:
-    """The newest ``/usr/lib/postgresql/<version>/bin`` holding ``initdb`` and ``pg_ctl``."""
+    """The newest ``/usr/lib/postgresql/<version>/bin`` holding ``initdb`` and ``postgres``."""
     found = [Path(p).parent for p in glob.glob("/usr/lib/postgresql/*/bin/initdb")]
-    found = [d for d in found if (d / "pg_ctl").exists()]
+    found = [d for d in found if (d / "postgres").exists() and (d / "pg_isready").exists()]
     return max(found, key=lambda d: int(d.parent.name) if d.parent.name.isdigit() else 0, default=None)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _binaries() -> dict[str, str] | None:
+    bin_dir = find_bin_dir()
+    return None if bin_dir is None else {name: str(bin_dir / name) for name in ("initdb", "postgres", "pg_isready")}
 
 
-def _as_server_user(args: list[str]) -> list[str]:
-    return ["runuser", "-u", USER, "--", *args] if os.geteuid() == 0 else args
+def _initdb(server: Server) -> None:
+    pwfile = server.root / "pwfile"
+    pwfile.write_text(PASSWORD + "\n")
+    if server.user is not None:
+        shutil.chown(pwfile, user=server.user)
+    server.run([server.binaries["initdb"], "-D", str(server.root / "data"), "-U", USER, f"--pwfile={pwfile}",
+                "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"])  # fmt: skip
 
 
-def _run(args: list[str]) -> None:
-    done = subprocess.run(_as_server_user(args), capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+def _command(server: Server) -> list[str]:
+    return [server.binaries["postgres"], "-D", str(server.root / "data"), "-p", str(server.port),
+            "-k", str(server.root), "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
+            "-c", "full_page_writes=off"]  # fmt: skip
 
 
-def _prepare_dir(root: Path) -> None:
-    if os.geteuid() == 0:
-        shutil.chown(root, user=USER)
-    (root / "pwfile").write_text(PASSWORD + "\n")
-    if os.geteuid() == 0:
-        shutil.chown(root / "pwfile", user=USER)
+def _ready(server: Server) -> bool:
+    ping = [server.binaries["pg_isready"], "-q", "-h", "127.0.0.1", "-p", str(server.port), "-U", USER]
+    return subprocess.run(ping, capture_output=True, check=False).returncode == 0
+
+
+POSTGRES = ServerSpec(
+    name="postgres",
+    install_hint=INSTALL_HINT,
+    binaries=_binaries,
+    prepare=_initdb,
+    command=_command,
+    ready=_ready,
+    user=lambda: USER if os.geteuid() == 0 else None,
+    stop_signal=signal.SIGINT,  # fast shutdown: open test connections do not hold it up
+)
 
 
 @contextmanager
@@ -67,34 +77,12 @@ def start_postgres() -> Iterator[str]:
 
     Skips (or fails under ``CI``) when the server binaries are not installed.
     """
-    bin_dir = find_bin_dir()
-    if bin_dir is None:
-        message = f"PostgreSQL server binaries not found under /usr/lib/postgresql; install them: {INSTALL_HINT}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    root = Path(tempfile.mkdtemp(prefix="datacoolie-pg-"))
-    data, port = root / "data", _free_port()
-    try:
-        _prepare_dir(root)
-        _run([str(bin_dir / "initdb"), "-D", str(data), "-U", USER, f"--pwfile={root / 'pwfile'}",
-              "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--no-sync"])  # fmt: skip
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
-        _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(root / "server.log"), "-w", "start"])
-        try:
-            yield f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/postgres"
-        finally:
-            _run([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with running(POSTGRES) as server:
+        yield f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{server.port}/postgres"
 
 
 @contextmanager
 def postgres_url() -> Iterator[str]:
     """The server to test against: ``DATACOOLIE_TEST_POSTGRES_URL`` if set, else a private cluster."""
-    url = os.environ.get(ENV_URL)
-    if url:
+    with given_or_started(ENV_URL, start_postgres) as url:
         yield url
-        return
-    with start_postgres() as started:
-        yield started

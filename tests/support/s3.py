@@ -1,8 +1,9 @@
 """A real S3-compatible server for tests: moto in server mode, on 127.0.0.1 and a free port.
 
-:func:`start_moto` runs ``moto_server`` (the ``moto[server]`` dev dependency) as a subprocess, waits
-until it answers HTTP, and stops it at exit. Each test gets its own bucket (:class:`S3Server.bucket`),
-so one server serves a whole module. moto checks SigV4 signatures' shape but accepts any key pair;
+:func:`start_moto` runs ``moto_server`` (the ``moto[server]`` dev dependency) through the server
+harness (:mod:`tests.support.servers`), waits until it answers HTTP, and stops it at exit. Each test gets its own bucket (:class:`S3Server.bucket`),
+so one server serves every test of a process (the ``s3_server`` and ``s3`` fixtures of
+``tests/conftest.py``). moto checks SigV4 signatures' shape but accepts any key pair;
 the tests still pass credentials the way a connection does (``secrets_ref`` from the environment)
 and grep the logs for them.
 """
@@ -10,13 +11,7 @@ and grep the logs for them.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -25,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.support.servers import Server, ServerSpec, running
 
 REGION = "us-east-1"
 ACCESS_KEY_ID = "AKIADATACOOLIETEST01"
@@ -103,10 +98,9 @@ class S3Server:
         return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _binaries() -> dict[str, str] | None:
+    server = Path(sys.executable).with_name("moto_server")
+    return {"server": str(server)} if server.exists() else None
 
 
 def _answers(endpoint: str) -> bool:
@@ -117,49 +111,24 @@ def _answers(endpoint: str) -> bool:
         return False
 
 
+MOTO = ServerSpec(
+    name="moto",
+    install_hint="pip install -c constraints.txt -e '.[dev]' (moto[server])",
+    binaries=_binaries,
+    command=lambda server: [server.binaries["server"], "-H", "127.0.0.1", "-p", str(server.port)],
+    ready=lambda server: _answers(_endpoint(server)),
+    env={"MOTO_ALLOW_NONEXISTENT_REGION": "true", "MOTO_RECORDER_FILEPATH": "recording.jsonl"},
+    stop_timeout=20.0,
+)
+"""moto's recorder writes ``recording.jsonl`` in the server's folder (its working directory)."""
+
+
+def _endpoint(server: Server) -> str:
+    return f"http://127.0.0.1:{server.port}"
+
+
 @contextmanager
 def start_moto() -> Iterator[S3Server]:
     """Start ``moto_server`` on a free port; yield it once it answers; stop it at exit."""
-    port = _free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    server = Path(sys.executable).with_name("moto_server")
-    log = tempfile.NamedTemporaryFile(prefix="datacoolie-moto-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(
-        [str(server), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=os.environ | {"MOTO_ALLOW_NONEXISTENT_REGION": "true", "MOTO_RECORDER_FILEPATH": f"{log.name}.recording"},
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _answers(endpoint):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"moto_server did not start on {endpoint}: {Path(log.name).read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield S3Server(endpoint)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-        for leftover in (log.name, f"{log.name}.recording"):
-            if os.path.exists(leftover):
-                os.unlink(leftover)
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """One moto server for the session; every test makes its own bucket."""
-    with start_moto() as server:
-        yield server
-
-
-@pytest.fixture
-def s3(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> S3Server:
-    """The server, with the connections' secrets in the environment (subprocesses inherit them)."""
-    monkeypatch.setenv(KEY_ID_VAR, ACCESS_KEY_ID)
-    monkeypatch.setenv(SECRET_VAR, SECRET_ACCESS_KEY)
-    return s3_server
+    with running(MOTO) as server:
+        yield S3Server(_endpoint(server))

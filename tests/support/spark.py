@@ -1,8 +1,9 @@
 """Apache Spark in local mode: the oracle our SQL compiler and file readers are checked against.
 
-One ``SparkSession`` serves the whole test run (a JVM start costs seconds). Spark runs with the
-defaults of the Spark 3.5 runtimes DataCoolie's users run (``spark.sql.ansi.enabled=false``), in UTC,
-so a difference between Spark and us is a difference in semantics, never in the machine's settings.
+One ``SparkSession`` per test process (a JVM start costs seconds; each pytest-xdist worker that
+runs a Spark test starts its own). Spark runs with the defaults of the Spark 3.5 runtimes
+DataCoolie's users run (``spark.sql.ansi.enabled=false``), in UTC, so a difference between Spark
+and us is a difference in semantics, never in the machine's settings.
 
 A missing ``pyspark`` or Java skips the oracle tests with the install command, except under ``CI``
 where they fail: a CI run must never pass by skipping its oracle.

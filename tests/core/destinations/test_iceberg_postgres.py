@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -18,22 +17,20 @@ from datacoolie_core.destinations import IcebergWriter
 from tests.core.destinations.builders import batch, marker, stored
 from tests.core.destinations.test_iceberg_writer import iceberg_destination
 from tests.core.sources.helpers import make_source, read_ok
-from tests.support.postgres import postgres_url
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 @pytest.fixture(scope="module")
-def catalog_uri() -> Iterator[str]:
+def catalog_uri(postgres_url: str) -> str:
     """A fresh database on a real server, as a SQLAlchemy URI for pyiceberg's SQL catalog."""
-    with postgres_url() as url:
-        name = f"iceberg_{uuid.uuid4().hex[:10]}"
-        admin = psycopg2.connect(url)
-        admin.autocommit = True
-        admin.cursor().execute(f'CREATE DATABASE "{name}"')
-        admin.close()
-        parts = urlsplit(url)
-        yield urlunsplit(("postgresql+psycopg2", parts.netloc, f"/{name}", "", ""))
+    name = f"iceberg_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect(postgres_url)
+    admin.autocommit = True
+    admin.cursor().execute(f'CREATE DATABASE "{name}"')
+    admin.close()
+    parts = urlsplit(postgres_url)
+    return urlunsplit(("postgresql+psycopg2", parts.netloc, f"/{name}", "", ""))
 
 
 def test_a_postgresql_catalog(tmp_path: Path, catalog_uri: str) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
@@ -114,6 +115,7 @@ def load_runs(runs: Sequence[Sequence[Event]]) -> pl.DataFrame:
         return history(Path(folder) / "orders")
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(runs=in_order_runs())
 def test_in_order_runs_give_the_history_of_one_run(runs: list[list[Event]]) -> None:
@@ -200,6 +202,7 @@ SAMPLE = [[(1, "a", 0)], [(1, "b", 1), (1, "c", 2), (1, "b", 1)], [(1, "d", 2), 
 """Run 2 chains two versions and re-delivers one; run 3 replaces version c at its own instant."""
 
 
+@pytest.mark.slow
 @settings(max_examples=4, deadline=None, phases=(Phase.explicit, Phase.reuse, Phase.generate))  # no slow shrinking
 @given(runs=in_order_runs(), crash_at=st.sampled_from([BEFORE_COMMIT, AFTER_COMMIT]), pick=st.integers(0, 3))
 @example(runs=SAMPLE, crash_at=BEFORE_COMMIT, pick=1)

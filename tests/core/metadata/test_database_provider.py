@@ -6,7 +6,6 @@ import json
 import socket
 import threading
 import uuid
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,15 +17,8 @@ import sqlalchemy as sa
 from datacoolie_core.errors import MetadataError, WatermarkError
 from datacoolie_core.metadata.database_provider import DatabaseProvider
 from datacoolie_core.watermark.manager import WatermarkManager
-from tests.support.postgres import postgres_url
 
 WS = "sales"
-
-
-@pytest.fixture(scope="module")
-def postgres_server() -> Iterator[str]:
-    with postgres_url() as url:
-        yield url
 
 
 def fresh_postgres_database(server: str) -> str:

@@ -1,13 +1,12 @@
 """The ``state_store`` fixture: each state store a deployment may use, for the one contract suite.
 
 ``file`` is a state root under ``tmp_path`` (the default store); ``postgres`` a fresh database on
-one real PostgreSQL server per session (``tests.support.postgres``), marked ``postgres`` + ``slow``.
+the test process's PostgreSQL server (``postgres_server``, ``tests/conftest.py``), marked ``postgres`` + ``slow``.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ import pytest
 
 from datacoolie_core.watermark.migrate import open_state_location
 from datacoolie_core.watermark.store import StateStore
-from tests.support.postgres import postgres_url
 
 STORES = [
     pytest.param("file", id="file"),
@@ -45,13 +43,6 @@ class StateSetup:
 
     def open(self) -> StateStore:
         return open_state_location(self.location)
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """One real PostgreSQL server for the state store tests (started once)."""
-    with postgres_url() as url:
-        yield url
 
 
 def fresh_database(server: str) -> str:

@@ -3,7 +3,7 @@ put those secrets into errors, logs and prints for real; and the grep that looks
 
 :func:`write_deployment` writes the metadata and returns the environment it needs
 (``DC_LEAK_<NAME>`` = secret). The function sources below are named by ``source.python_function``
-(``tests.adversarial.leaky.<name>``): they receive the connection with its secrets resolved.
+(``tests.core.adversarial.leaky.<name>``): they receive the connection with its secrets resolved.
 :func:`scan` searches every file of the artifacts for every spelling of every secret.
 """
 
@@ -24,12 +24,12 @@ import polars as pl
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRange
 
-HERE = "tests.adversarial.leaky"
+HERE = "tests.core.adversarial.leaky"
 ENV_PREFIX = "DC_LEAK_"
 API_USER = "etl_user"
 STAGE = "leaks"
 
-_log = logging.getLogger("tests.adversarial.leaky")
+_log = logging.getLogger("tests.core.adversarial.leaky")
 
 
 def b64(text: str) -> str:

@@ -21,9 +21,9 @@ import dagster as dg
 import pytest
 
 from datacoolie_dagster import build_definitions
-from tests.adversarial.leaky import STAGE, Deployment, Scan, scan, write_deployment
+from tests.core.adversarial.leaky import STAGE, Deployment, Scan, scan, write_deployment
 
-REPOSITORY = Path(__file__).parents[2]
+REPOSITORY = Path(__file__).parents[3]
 BIN = Path(sys.executable).parent
 FAILING = {"leaky_api", "pg_refused", "pg_echo", "mysql_refused", "sqlite_missing", "csv_missing"}
 ECHOED = {"leaky_api", "pg_echo", "sqlite_missing", "csv_missing"}
