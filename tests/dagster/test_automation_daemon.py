@@ -25,6 +25,7 @@ import pytest
 
 from datacoolie_dagster.automation.sensing.sensors import AUTOMATION_SENSOR_NAME, SOURCE_SENSOR_NAME, TRIGGER_TAG
 from datacoolie_dagster.automation.sensing.watermark_sensor import WATERMARK_SENSOR_NAME
+from datacoolie_dagster.dagster_internal import tick_status
 from datacoolie_dagster.example import METADATA_PATH
 from tests.dagster.cli_support import BIN
 from tests.dagster.conftest import InstanceSettings
@@ -86,6 +87,19 @@ def quiet(daemon: Daemon, instance: dg.DagsterInstance, names: tuple[str, ...], 
         wait_until(lambda n=name: ticks(instance, n) >= seen[n] + count, TIMEOUT, what, daemon.root / "daemon.log")  # type: ignore[misc]
 
 
+def stopped(daemon: Daemon, instance: dg.DagsterInstance, name: str) -> None:
+    """``name`` was stopped and the daemon has seen it: two more ticks of another sensor (the daemon
+    reads the sensors' states again on each pass), and no tick of ``name`` left in progress."""
+    quiet(daemon, instance, (WATERMARK_SENSOR_NAME,), count=2)
+    wait_until(lambda: not tick_in_progress(instance, name), TIMEOUT, f"{name}'s last tick", daemon.root / "daemon.log")
+
+
+def tick_in_progress(instance: dg.DagsterInstance, name: str) -> bool:
+    states = [s for s in instance.all_instigator_state() if s.name == name]
+    latest = [t for s in states for t in instance.get_ticks(s.instigator_origin_id, s.selector_id, limit=1)]
+    return any(tick_status(t) == "STARTED" for t in latest)
+
+
 def test_switched_on_over_the_example_it_runs_exactly_what_changes(
     tmp_path: Path, instance_settings: InstanceSettings
 ) -> None:
@@ -116,6 +130,7 @@ def test_switched_on_over_the_example_it_runs_exactly_what_changes(
 
         # 3. cron loads batch 3 (August, updates of July, late March) with the source sensor off
         sensor(daemon, "stop", SOURCE_SENSOR_NAME)
+        stopped(daemon, instance, SOURCE_SENSOR_NAME)
         land_batch(daemon)
         datacoolie(daemon, "run", "landing2bronze")
         wait_until(lambda: len(runs_of(instance) - landed) >= 3, TIMEOUT, "the readers of the CLI load", log)

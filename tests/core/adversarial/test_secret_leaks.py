@@ -65,7 +65,8 @@ def test_the_cli_prints_and_logs_no_secret(deployment: Deployment, tmp_path: Pat
     assert run(deployment, captured, "text", [*cli, "--log-path", "logs_text"]) == 1
     assert run(deployment, captured, "json", [*cli, "--log-path", "logs_json", "--json"]) == 1
 
-    report = json.loads((captured / "json.stdout").read_text().split("\n", 1)[1])  # after the careless print
+    printed = (captured / "json.stdout").read_text()
+    report = json.loads(printed[printed.index("\n{") + 1 :])  # after the careless prints (one per attempt)
     failed = {r["dataflow_name"]: r["error_message"] for r in report["dataflows"] if r["status"] == "failed"}
     assert set(failed) == FAILING
     assert all("***" in failed[name] for name in ECHOED), failed  # the secrets were there, masked
