@@ -261,7 +261,7 @@ CASES: list[tuple[str, Callable[[Doc], None], str, str]] = [
         "sql-unknown-function",
         setv("dataflows[1].transform", {"additional_columns": [{"column": "h", "expression": "sentences(name)"}]}),
         "dataflows[1].transform.additional_columns[0].expression",
-        "SQL function or construct 'SENTENCES' is not supported",
+        "SQL function 'SENTENCES' is not supported",
     ),
     (
         "sql-partition-expression",
