@@ -3,7 +3,7 @@
 Assets per destination table, replay partitions, sharded driver jobs and checks, built from the
 metadata by :func:`build_definitions` on ``datacoolie_core``'s public API only.
 
-The re-exports load on first use: core's validator imports :mod:`datacoolie_dagster.location.settings` (the
+The re-exports load on first use: core's validator imports :mod:`datacoolie_dagster.location.dataflow_settings` (the
 ``configure.dagster`` check, pure pydantic) without paying for Dagster's import.
 """
 

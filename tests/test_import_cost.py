@@ -171,7 +171,7 @@ def test_reading_a_delta_table_past_a_watermark_loads_no_sql_parser(tmp_path: Pa
 def test_datacoolie_dagster_and_its_metadata_check_load_no_dagster() -> None:
     # core's validator loads the configure.dagster check (an entry point) for every metadata file
     assert loaded_after("import datacoolie_dagster") == []
-    assert loaded_after("import datacoolie_dagster.location.settings") == ["pydantic"]
+    assert loaded_after("import datacoolie_dagster.location.dataflow_settings") == ["pydantic"]
 
 
 def test_the_table_analysis_of_a_code_location_loads_sqlglot_only_for_a_query() -> None:

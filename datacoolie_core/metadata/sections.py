@@ -4,7 +4,7 @@ A dataflow's (or connection's) ``configure`` is free in DataCoolie's schema, so 
 the keys an orchestrator reads there. A package that reads a section registers a check for it:
 
     [project.entry-points."datacoolie.configure_sections"]
-    dagster = "datacoolie_dagster.location.settings:validate_section"
+    dagster = "datacoolie_dagster.location.dataflow_settings:validate_section"
 
 and every validation (``datacoolie validate``, each ``FileProvider`` load) reports that section's
 problems at their real path, ``dataflows[3].configure.dagster.max_partition_per_run``. Without

@@ -29,7 +29,7 @@ import dagster as dg
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.api import did_you_mean
 from datacoolie_dagster.constants import NAMESPACE
-from datacoolie_dagster.location.settings import dagster_settings
+from datacoolie_dagster.location.dataflow_settings import dagster_settings
 
 POOL_PREFIX = NAMESPACE
 LIMITS_SENSOR = "datacoolie_pool_limits"

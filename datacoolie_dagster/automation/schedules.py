@@ -39,7 +39,7 @@ from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.api import did_you_mean
 from datacoolie_dagster.constants import AUTOMATED, CATCHUP, CONFIGURE_KEY, FIRE, SCHEDULE, TRIGGER
 from datacoolie_dagster.dagster_internal import CODE_LOCATION_TAG, newest_tick_time
-from datacoolie_dagster.location.settings import ScheduleSettings, dagster_settings
+from datacoolie_dagster.location.dataflow_settings import ScheduleSettings, dagster_settings
 
 TRIGGER_TAG = TRIGGER
 AUTOMATED_TAG = AUTOMATED

@@ -31,13 +31,13 @@ from datacoolie_dagster.constants import (
 )
 from datacoolie_dagster.location.checks import check_results, check_specs
 from datacoolie_dagster.location.column_lineage import TableColumns
+from datacoolie_dagster.location.dataflow_settings import FreshnessSettings
 from datacoolie_dagster.location.freshness import table_freshness
 from datacoolie_dagster.location.masked_steps import masked_events, masked_step
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.provenance import data_version_of, provenance_tags
 from datacoolie_dagster.location.resources import DataCoolieResource
 from datacoolie_dagster.location.results import delta_table_metadata, materialization_metadata
-from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.table_state import merged_figures, partition_metadata
 from datacoolie_dagster.location.tables import (

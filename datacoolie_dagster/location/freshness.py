@@ -26,7 +26,7 @@ from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.api import did_you_mean
 from datacoolie_core.columns import DATE_FOLDER_PARTITION
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.location.settings import FreshnessSettings, dagster_settings
+from datacoolie_dagster.location.dataflow_settings import FreshnessSettings, dagster_settings
 
 EVERY_STAGE = "*"
 """The key of ``build_definitions(freshness=…)`` that applies to every stage without its own."""

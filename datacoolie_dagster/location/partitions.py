@@ -7,7 +7,7 @@
 Calendar intervals become time-window partitions whose windows are exactly the driver's aligned
 chunks (months:3 = calendar quarters, hours:6 = 00/06/12/18 …); an integer ``step`` range becomes
 static keys in range order (Dagster has no integer partitions). Materializing a partition replays
-exactly its window. The settings are typed and checked in :mod:`datacoolie_dagster.location.settings`.
+exactly its window. The settings are typed and checked in :mod:`datacoolie_dagster.location.dataflow_settings`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import dagster as dg
 from datacoolie_core import DataFlow, MetadataError, MetadataIssue
 from datacoolie_core.api import Chunk, chunk_key, chunk_windows
 from datacoolie_dagster.constants import CONFIGURE_KEY
-from datacoolie_dagster.location.settings import PartitionsSettings, as_datetime, dagster_settings
+from datacoolie_dagster.location.dataflow_settings import PartitionsSettings, as_datetime, dagster_settings
 
 _CRON = {"years": "0 0 1 1 *", "months": "0 0 1 {n} *", "days": "0 0 * * *", "hours": "0 {n} * * *",
          "minutes": "{n} * * * *", "weeks": "0 0 * * 1"}  # fmt: skip
@@ -33,9 +33,9 @@ _FORMATS = {"years": "%Y", "months": "%Y-%m", "weeks": "%Y-%m-%d", "days": "%Y-%
 
 
 PartitionsConfig = PartitionsSettings
-"""The former name of :class:`~datacoolie_dagster.location.settings.PartitionsSettings`."""
+"""The former name of :class:`~datacoolie_dagster.location.dataflow_settings.PartitionsSettings`."""
 dagster_config = dagster_settings
-"""The former name of :func:`~datacoolie_dagster.location.settings.dagster_settings`."""
+"""The former name of :func:`~datacoolie_dagster.location.dataflow_settings.dagster_settings`."""
 
 
 def dagster_option(dataflow: DataFlow, key: str, default: Any = None) -> Any:

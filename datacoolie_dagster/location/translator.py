@@ -16,8 +16,8 @@ import dagster as dg
 
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.column_lineage import TableColumns, copies, table_columns
+from datacoolie_dagster.location.dataflow_settings import FreshnessSettings
 from datacoolie_dagster.location.freshness import build_freshness_policy
-from datacoolie_dagster.location.settings import FreshnessSettings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef
 
 

@@ -16,7 +16,7 @@ import datacoolie_dagster
 from datacoolie_dagster import dagster_internal
 from datacoolie_dagster.automation.schedules import _fires_before_latest, dagster_accepts_cron
 from datacoolie_dagster.commands.backfill import NOT_FINISHED
-from datacoolie_dagster.location.settings import ScheduleSettings
+from datacoolie_dagster.location.dataflow_settings import ScheduleSettings
 
 PACKAGE = Path(datacoolie_dagster.__file__).parent
 

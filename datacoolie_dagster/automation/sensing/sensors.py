@@ -64,7 +64,7 @@ from datacoolie_dagster.automation.sensing.sensable import Fingerprint, has_data
 from datacoolie_dagster.constants import AUTOMATED, NAMESPACE, TRIGGER
 from datacoolie_dagster.dagster_internal import DATA_VERSION_TAG
 from datacoolie_dagster.location.assets import TableAsset
-from datacoolie_dagster.location.settings import dagster_settings
+from datacoolie_dagster.location.dataflow_settings import dagster_settings
 from datacoolie_dagster.location.tables import DestinationTable, SourceRef, source_refs
 from datacoolie_dagster.location.translator import DataCoolieTranslator, with_partition_mappings
 

@@ -122,7 +122,7 @@ def test_a_plug_in_is_imported_only_for_a_document_that_has_its_section(tmp_path
         "import sys\n"
         "from datacoolie_core.cli import main\n"
         "code = main(['validate', sys.argv[1], '--strict'])\n"
-        "print(code, 'datacoolie_dagster.location.settings' in sys.modules, 'dagster' in sys.modules)\n"
+        "print(code, 'datacoolie_dagster.location.dataflow_settings' in sys.modules, 'dagster' in sys.modules)\n"
     )
 
     def run(path: Path) -> str:

@@ -22,7 +22,7 @@ from dagster._utils.schedules import is_valid_cron_string  # the reference the p
 from datacoolie_core import FileProvider, MetadataError
 from datacoolie_core.metadata import read_metadata_file, validate_document
 from datacoolie_dagster.automation.limits import LIMITS_SENSOR
-from datacoolie_dagster.location.settings import (
+from datacoolie_dagster.location.dataflow_settings import (
     DagsterSettings,
     FreshnessSettings,
     PartitionsSettings,
