@@ -155,6 +155,7 @@ def test_switched_on_over_the_example_it_runs_exactly_what_changes(
         #    only at its end: it never requests a reader the automation follows, and requests the
         #    windows of silver orders (no automation over an unpartitioned upstream) after the run.
         sensor(daemon, "stop", SOURCE_SENSOR_NAME)
+        stopped(daemon, instance, SOURCE_SENSOR_NAME)
         saved = cursor_of(instance, WATERMARK_SENSOR_NAME)
         assert saved is not None
         sensor(daemon, "cursor", WATERMARK_SENSOR_NAME, "--set", saved)  # the documented recovery
