@@ -169,7 +169,8 @@ def build_retry_sensor(
                 continue  # the instance is shared: another code location's run is not ours to retry
             if not refuse_unknown and targets.job_name(run) is None:
                 continue  # another retry sensor's run
-            due = _decide(context, run, policy, random_source, now, targets)
+            failed_at = max(now, record.end_time or now)  # it may have ended after the clock was read
+            due = _decide(context, run, policy, random_source, failed_at, targets)
             if due is not None and due.run_id not in pending:
                 cursor.due.append(due)
                 pending.add(due.run_id)
@@ -214,10 +215,11 @@ def _decide(
     run: dg.DagsterRun,
     policy: RetryPolicy,
     rng: random.Random,
-    now: float,
+    failed_at: float,
     targets: _Targets,
 ) -> DueRetry | None:
-    """The retry of a failed run, recorded on the run; ``None`` when it is not retried (or already was)."""
+    """The retry of a failed run, due the delay after ``failed_at``, recorded on the run; ``None`` when it is
+    not retried (or already was)."""
     tags = run.tags
     if not is_automated(tags) or RETRY_DECISION in tags or AUTO_RETRY_RUN_ID_TAG in tags:
         return None
@@ -231,7 +233,7 @@ def _decide(
     messages = () if FAILURE_REASON_TAG in tags else _failure_messages(context.instance, run.run_id)
     died = is_process_death(tags, messages)
     delay = 0.0 if died else retry_delay(number - 1, policy.base_delay_seconds, policy.jitter, rng)
-    due = DueRetry(run.run_id, number, now + delay)
+    due = DueRetry(run.run_id, number, failed_at + delay)
     decided = {RETRY_DUE_AT: repr(due.due_at), RETRY_DELAY: f"{delay:.3f}", WILL_RETRY_TAG: "true"}
     context.instance.add_run_tags(run.run_id, decided)
     cause = "its process died" if died else "failed"
