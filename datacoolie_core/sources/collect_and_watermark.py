@@ -55,39 +55,6 @@ def read_window(source: Source, request: ReadRequest) -> Window | None:
     )
 
 
-def finalize(
-    lf: pl.LazyFrame,
-    source: Source,
-    request: ReadRequest,
-    *,
-    source_action: dict[str, Any],
-    pseudo_watermark: Mapping[str, Any] | None = None,
-    apply_filter: bool = True,
-) -> ReadResult | None:
-    """Filter, collect once, count, and compute the new watermark.
-
-    Args:
-        lf: the raw rows of the source (lazy; nothing read yet, ideally).
-        source: the dataflow's source (watermark columns, look-back, filter_expression).
-        request: stored watermark / replay range / reference time.
-        source_action: what the reader did (files, SQL, version), recorded as is.
-        pseudo_watermark: watermark values the reader computed itself (``__file_modification_time``).
-        apply_filter: ``False`` when the reader already pushed ``filter_expression`` down (SQL).
-
-    Returns:
-        ``None`` when no row qualifies, else the rows and the runtime record.
-
-    Raises:
-        SourceError: the data cannot be read.
-        SourceShapeError: a watermark column, merge key, hinted column ... is missing.
-        SqlExpressionError: ``filter_expression`` names an unknown column or is unsupported.
-    """
-    scan = plan_read(
-        lf, source, request, source_action=source_action, pseudo_watermark=pseudo_watermark, apply_filter=apply_filter
-    )
-    return collect_scan(scan)
-
-
 def plan_read(
     lf: pl.LazyFrame,
     source: Source,
@@ -103,9 +70,28 @@ def plan_read(
     """The shape check, then the watermark window and ``filter_expression`` on ``lf`` (nothing read yet).
 
     Both filters sit directly on the scan, in the columns' own dtypes, so Polars pushes them into
-    it (Delta file skipping by statistics, Parquet row-group pruning). Arguments as :func:`finalize`;
-    ``null_free`` names columns known to hold no null (a Delta log's statistics), which the NULL
-    watermark check need not count.
+    it (Delta file skipping by statistics, Parquet row-group pruning). A reader that has its rows
+    already (SQL, API, a function) reads them at once: ``collect_scan(plan_read(...))``.
+
+    Args:
+        lf: the raw rows of the source (lazy; nothing read yet, ideally).
+        source: the dataflow's source (watermark columns, look-back, filter_expression).
+        request: stored watermark / replay range / reference time.
+        source_action: what the reader did (files, SQL, version), recorded as is.
+        pseudo_watermark: watermark values the reader computed itself (``__file_modification_time``).
+        apply_filter: ``False`` when the reader already pushed ``filter_expression`` down (SQL).
+        check_unchanged: raises when the source changed since it was planned (listed files).
+        size_hint: bytes the read may cover (listed files, the Delta table's files).
+        null_free: columns known to hold no null (a Delta log's statistics), which the NULL
+            watermark check need not count.
+
+    Returns:
+        The filtered scan; :func:`collect_scan` or :func:`summarize_scan` reads it.
+
+    Raises:
+        SourceError: the source's schema cannot be read.
+        SourceShapeError: a watermark column, merge key, hinted column ... is missing.
+        SqlExpressionError: ``filter_expression`` names an unknown column or is unsupported.
     """
     label = source_label(source)
     schema = _collect_schema(lf, label)
@@ -162,7 +148,14 @@ def warn_unordered_watermarks(
 
 
 def collect_scan(scan: SourceScan) -> ReadResult | None:
-    """Collect the scan's rows once; count them and take the new watermark from them."""
+    """Collect the scan's rows once; count them and take the new watermark from them.
+
+    Returns:
+        ``None`` when no row qualifies, else the rows and the runtime record.
+
+    Raises:
+        SourceError: the data cannot be read.
+    """
     data = _collect(scan.rows, scan.label)
     if data.height == 0:
         return None

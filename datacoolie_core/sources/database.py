@@ -49,7 +49,7 @@ from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources import db_dbapi
 from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.collect_and_watermark import finalize, read_window, source_label
+from datacoolie_core.sources.collect_and_watermark import collect_scan, plan_read, read_window, source_label
 from datacoolie_core.sources.db_kinds import KINDS, get_kind
 from datacoolie_core.sources.options import polars_options
 from datacoolie_core.sources.pushdown import Columns, parse_query, probe, table_query, where_condition, wrap
@@ -89,7 +89,7 @@ class DatabaseReader:
         if data.height == 0:
             return None
         action = {"database_type": connection.configure.database_type or dialect, "query": sql}
-        return finalize(data.lazy(), source, request, source_action=action, apply_filter=False)
+        return collect_scan(plan_read(data.lazy(), source, request, source_action=action, apply_filter=False))
 
 
 def get_dialect(connection: Connection, label: str) -> str:

@@ -31,7 +31,7 @@ import polars as pl
 from datacoolie_core.errors import DataCoolieError, SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.collect_and_watermark import finalize, lower_bounds, source_label
+from datacoolie_core.sources.collect_and_watermark import collect_scan, lower_bounds, plan_read, source_label
 from datacoolie_core.suggestions import did_you_mean
 
 
@@ -58,7 +58,7 @@ class FunctionReader:
                 "return a polars DataFrame or LazyFrame, or None when there is nothing to read"
             )
         action = {"python_function": dotted, "watermark_passed": watermark}
-        return finalize(result.lazy(), source, request, source_action=action)
+        return collect_scan(plan_read(result.lazy(), source, request, source_action=action))
 
 
 def check_allowed(dotted: str, prefixes: tuple[str, ...], *, label: str) -> None:

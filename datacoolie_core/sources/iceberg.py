@@ -29,7 +29,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.dataflow import Source
 from datacoolie_core.platform import iceberg_catalog as ic
 from datacoolie_core.sources.base import ReadRequest, ReadResult
-from datacoolie_core.sources.collect_and_watermark import finalize, read_window, source_label
+from datacoolie_core.sources.collect_and_watermark import collect_scan, plan_read, read_window, source_label
 from datacoolie_core.sources.window import Comparison, Window, resolve_column, typed_bound
 from datacoolie_core.suggestions import did_you_mean
 
@@ -55,7 +55,7 @@ class IcebergReader:
             ident = ic.identifier(source.connection, source.schema_name, source.table, what="source")
             table = _open(catalog, ident, label)
             lf, action = read_table(table, source, request, snapshot_id, label)
-        return finalize(lf, source, request, source_action=action)
+        return collect_scan(plan_read(lf, source, request, source_action=action))
 
 
 def current_snapshots(source: Source) -> dict[str, int | None]:

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.assets import TableAsset
 from datacoolie_dagster.location.provenance import provenance_tags
-from datacoolie_dagster.location.results import delta_table_metadata
+from datacoolie_dagster.location.results import delta_table_metadata, open_delta_table
 from datacoolie_dagster.location.table_state import partition_counts, table_window_spec
 from datacoolie_dagster.location.tables import lineage_levels
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 ADOPTED_BY = "datacoolie-dagster adopt"
 
@@ -57,9 +60,10 @@ def _adopt(instance: dg.DagsterInstance, asset: TableAsset) -> Adoption:
     name = asset.spec.key.to_user_string()
     if asset.table.first.destination.connection.format != "delta" or not asset.table.path:
         return Adoption(name, 0, "not a Delta table: left as recorded")
-    state = delta_table_metadata(asset.table.path, asset.written_columns)
-    if not state:
+    delta = open_delta_table(asset.table)
+    if delta is None:
         return Adoption(name, 0, "no table yet")
+    state = delta_table_metadata(delta, asset.written_columns)
     version = state[constants.DELTA_VERSION]
     latest = instance.get_latest_materialization_event(asset.spec.key)
     materialization = latest.asset_materialization if latest else None
@@ -67,7 +71,7 @@ def _adopt(instance: dg.DagsterInstance, asset: TableAsset) -> Adoption:
     if recorded is not None and recorded.value == version:
         return Adoption(name, 0, f"already recorded at Delta version {version}")
     state[constants.RECORDED_BY] = ADOPTED_BY
-    events = _events(instance, asset, state, version)
+    events = _events(instance, asset, state, delta)
     for event in events:
         instance.report_runless_asset_event(event)
     partitions = sum(e.partition is not None for e in events)
@@ -77,14 +81,15 @@ def _adopt(instance: dg.DagsterInstance, asset: TableAsset) -> Adoption:
 
 
 def _events(
-    instance: dg.DagsterInstance, asset: TableAsset, state: dict[str, Any], version: int
+    instance: dg.DagsterInstance, asset: TableAsset, state: dict[str, Any], delta: DeltaTable
 ) -> list[dg.AssetMaterialization]:
-    tags = provenance_tags(instance, asset.spec, version) or None
+    """The table's materialization as it stands, or one per partition holding rows, all of one snapshot."""
+    tags = provenance_tags(instance, asset.spec, delta.version()) or None
     partitioning = asset.partitioning
     spec = table_window_spec(asset)
-    if partitioning is None or spec is None or asset.table.path is None:
+    if partitioning is None or spec is None:
         return [dg.AssetMaterialization(asset_key=asset.spec.key, metadata=state, tags=tags)]
-    counts = partition_counts(asset.table.path, partitioning, spec, version=version)
+    counts = partition_counts(delta, partitioning, spec)
     events = []
     for key, count in counts.items():
         if count.rows == 0:

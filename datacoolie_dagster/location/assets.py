@@ -37,7 +37,7 @@ from datacoolie_dagster.location.masked_steps import masked_events, masked_step
 from datacoolie_dagster.location.partitions import TablePartitioning, table_partitioning
 from datacoolie_dagster.location.provenance import data_version_of, provenance_tags
 from datacoolie_dagster.location.resources import DataCoolieResource
-from datacoolie_dagster.location.results import delta_table_metadata, materialization_metadata
+from datacoolie_dagster.location.results import delta_table_metadata, materialization_metadata, open_delta_table
 from datacoolie_dagster.location.snapshot import MetadataSnapshot, ensure_loaded_snapshot
 from datacoolie_dagster.location.table_state import merged_figures, partition_metadata
 from datacoolie_dagster.location.tables import (
@@ -229,12 +229,13 @@ def _run_tables(
                 if not progress.record(asset, runtimes):
                     continue
                 checks = _selected_checks(context, check_results(asset, runtimes, _stored(driver, asset.table)))
+                delta = open_delta_table(asset.table)
                 if any(r.status == "succeeded" for r in runtimes):
-                    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
+                    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns, delta=delta)
                     yield _result(asset, metadata, checks)
                     continue
                 context.log.info(f"{asset.spec.key.to_user_string()}: {NOTHING_WRITTEN}")
-                if standing := delta_table_metadata(asset.table.path, asset.written_columns):
+                if standing := delta_table_metadata(delta, asset.written_columns):
                     # the table as it stands, with the same data version: its readers stay in sync.
                     # An event, not the step's output: what reads the table in this run is skipped
                     version = standing[DELTA_VERSION]
@@ -316,10 +317,11 @@ def _run_partition(
             runtimes = _runtimes(done, asset.table)
             if not progress.record(asset, runtimes):
                 continue
-            metadata = materialization_metadata(asset.table, runtimes, asset.written_columns) | {
+            delta = open_delta_table(asset.table)  # once: the table's and the partition's figures read it
+            metadata = materialization_metadata(asset.table, runtimes, asset.written_columns, delta=delta) | {
                 WINDOW: f"[{start}, {end})"
             }
-            own = partition_metadata(asset, runtimes, [partition_key])[partition_key]
+            own = partition_metadata(asset, runtimes, [partition_key], delta=delta)[partition_key]
             metadata = merged_figures(metadata, own)
             if single:
                 yield _result(asset, metadata)

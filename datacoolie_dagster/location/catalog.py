@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -38,10 +38,13 @@ from datacoolie_dagster import constants
 from datacoolie_dagster.location.assets import TableAsset, build_table_assets
 from datacoolie_dagster.location.partitions import TablePartitioning
 from datacoolie_dagster.location.provenance import provenance_tags
-from datacoolie_dagster.location.results import materialization_metadata
+from datacoolie_dagster.location.results import materialization_metadata, open_delta_table
 from datacoolie_dagster.location.table_state import merged_figures, partition_metadata
 from datacoolie_dagster.location.touched_partitions import PartitionRows, partition_rows, window_spec, window_specs
 from datacoolie_dagster.location.translator import DataCoolieTranslator
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 
 def build_materializations(
@@ -74,12 +77,15 @@ def build_materializations(
             writes.setdefault(asset.table.key, []).append(runtime)
     events: list[dg.AssetMaterialization] = []
     for asset in assets:
+        if asset.table.key not in writes and asset.table.key not in chunks:
+            continue
+        delta = open_delta_table(asset.table)  # once per table: every event of it reads this snapshot
         found: list[_Event] = []
         if asset.table.key in writes:
-            found += _write_events(asset, writes[asset.table.key])
+            found += _write_events(asset, writes[asset.table.key], delta)
         if asset.table.key in chunks:
             aligned = replay is not None and _replays_partition_column(asset, replay)
-            found += _replay_events(asset, chunks[asset.table.key], aligned=aligned)
+            found += _replay_events(asset, chunks[asset.table.key], delta, aligned=aligned)
         extra = {constants.RECORDED_BY: recorded_by} if recorded_by else {}
         events += [e.build(asset, instance, extra) for e in found]
     return events
@@ -107,15 +113,15 @@ class _Event:
         )
 
 
-def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> list[_Event]:
-    """One write of a table: one event, or one per touched partition."""
-    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns)
+def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo], delta: DeltaTable | None) -> list[_Event]:
+    """One write of a table: one event, or one per touched partition (``delta``: the table as opened after it)."""
+    metadata = materialization_metadata(asset.table, runtimes, asset.written_columns, delta=delta)
     if asset.partitioning is None:
         return [_Event(metadata)]
     touched = _touched_partitions(asset.partitioning, runtimes)
     if touched is None:  # a write whose window column could not be read: say it was written, unpartitioned
         return [_Event(metadata)]
-    own = partition_metadata(asset, runtimes, touched.keys)
+    own = partition_metadata(asset, runtimes, touched.keys, delta=delta)
     return [
         _Event(
             merged_figures(metadata | _partition_metadata(asset.partitioning, key, rows), own.get(key, {})),
@@ -125,14 +131,16 @@ def _write_events(asset: TableAsset, runtimes: list[DataFlowRuntimeInfo]) -> lis
     ]
 
 
-def _replay_events(asset: TableAsset, chunks: list[DataFlowRuntimeInfo], *, aligned: bool) -> list[_Event]:
+def _replay_events(
+    asset: TableAsset, chunks: list[DataFlowRuntimeInfo], delta: DeltaTable | None, *, aligned: bool
+) -> list[_Event]:
     """Replay chunks: a chunk that is exactly a partition records it; any other chunk is a write.
 
     ``aligned``: the replay selected on the partitions' column (else no chunk is a partition).
     """
     if asset.partitioning is None:
         written = [c for c in chunks if c.status == "succeeded"]
-        return _write_events(asset, written) if written else []
+        return _write_events(asset, written, delta) if written else []
     by_chunk: dict[str, list[DataFlowRuntimeInfo]] = {}
     for chunk in chunks:
         by_chunk.setdefault(str((chunk.replay_chunk or {}).get("key")), []).append(chunk)
@@ -142,15 +150,15 @@ def _replay_events(asset: TableAsset, chunks: list[DataFlowRuntimeInfo], *, alig
         if key is not None:
             touched = _touched_partitions(asset.partitioning, members)
             rows = touched.rows.get(key, 0) if touched is not None else None
-            metadata = materialization_metadata(asset.table, members, asset.written_columns)
-            own = partition_metadata(asset, members, [key]).get(key, {})
+            metadata = materialization_metadata(asset.table, members, asset.written_columns, delta=delta)
+            own = partition_metadata(asset, members, [key], delta=delta).get(key, {})
             events.append(
                 _Event(
                     merged_figures(metadata | _partition_metadata(asset.partitioning, key, rows), own), partition=key
                 )
             )
         elif written := [c for c in members if c.status == "succeeded"]:
-            events += _write_events(asset, written)
+            events += _write_events(asset, written, delta)
     return events
 
 

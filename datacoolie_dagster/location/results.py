@@ -1,10 +1,15 @@
-"""Materialization metadata from the driver's runtime records (no extra read of the data)."""
+"""Materialization metadata from the driver's runtime records and the table's Delta log (no data file read).
+
+A step opens a written Delta table once (:func:`open_delta_table`) and hands that snapshot to
+everything that describes the write: the table's figures here and a partition's own figures
+(:mod:`.table_state`), so they read one log, once.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
@@ -13,14 +18,37 @@ from datacoolie_dagster import constants
 from datacoolie_dagster.location.column_lineage import TableColumns, column_description, written_lineage
 from datacoolie_dagster.location.tables import DestinationTable
 
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+
+def open_delta_table(table: DestinationTable) -> DeltaTable | None:
+    """``table``'s Delta table at its latest version; ``None`` when it is not a Delta destination or
+    there is no table at its path yet. Only the log is read."""
+    path = table.path
+    if not path or table.first.destination.connection.format != "delta":
+        return None
+    from deltalake import DeltaTable  # in the step that wrote: a code server never loads deltalake for it
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(table_uri(path), storage_options=delta_storage_options(path))
+    except (TableNotFoundError, OSError):
+        return None
+
 
 def materialization_metadata(
-    table: DestinationTable, runtimes: Sequence[DataFlowRuntimeInfo], columns: TableColumns | None = None
+    table: DestinationTable,
+    runtimes: Sequence[DataFlowRuntimeInfo],
+    columns: TableColumns | None = None,
+    *,
+    delta: DeltaTable | None,
 ) -> dict[str, Any]:
     """Rows, watermarks, Delta version and duration of the dataflows that wrote ``table``.
 
-    With ``columns`` (the table's declared columns), the written schema carries their descriptions
-    and ``dagster/column_lineage`` covers every written column.
+    ``delta``: the table as :func:`open_delta_table` opened it after the write (its version, row
+    count and schema are the table's figures). With ``columns`` (the table's declared columns), the
+    written schema carries their descriptions and ``dagster/column_lineage`` covers every written column.
     """
     destination = [r.destination for r in runtimes]
     metadata: dict[str, Any] = {
@@ -37,25 +65,17 @@ def materialization_metadata(
     if versions:
         iceberg = table.first.destination.connection.format == "iceberg"
         metadata[constants.ICEBERG_SEQUENCE_NUMBER if iceberg else constants.DELTA_VERSION] = max(versions)
-    if table.first.destination.connection.format == "delta":
-        metadata.update(delta_table_metadata(table.path, columns))
+    metadata.update(delta_table_metadata(delta, columns))
     return metadata
 
 
-def delta_table_metadata(path: str | None, columns: TableColumns | None = None) -> dict[str, Any]:
-    """The Delta version, ``dagster/row_count`` and ``dagster/column_schema`` from the Delta log (no data
-    file is read); empty when there is no table at ``path``.
+def delta_table_metadata(table: DeltaTable | None, columns: TableColumns | None = None) -> dict[str, Any]:
+    """The Delta version, ``dagster/row_count`` and ``dagster/column_schema`` of ``table`` from its
+    Delta log (no data file is read); empty without a table.
 
     With ``columns``: descriptions on the schema, and ``dagster/column_lineage`` of every written column.
     """
-    if not path:
-        return {}
-    from deltalake import DeltaTable  # in the step that wrote: a code server never loads deltalake for it
-    from deltalake.exceptions import TableNotFoundError
-
-    try:
-        table = DeltaTable(table_uri(path), storage_options=delta_storage_options(path))
-    except (TableNotFoundError, OSError):
+    if table is None:
         return {}
     fields = table.schema().fields
     described = written_lineage(columns, [f.name for f in fields]) if columns else {}

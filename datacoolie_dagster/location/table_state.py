@@ -9,7 +9,8 @@ put 101 rows into January and 40 into June says so partition by partition.
   merge keeps ``__created_at`` on update while ``__updated_at`` moves, so a row is new when the two
   are equal. A table without those columns gets ``rows`` only.
 
-One scan of at most four columns, pruned by the Delta file statistics to the windows asked about.
+One scan of at most four columns, pruned by the Delta file statistics to the windows asked about,
+of the table the step already opened (:func:`.results.open_delta_table`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from datacoolie_dagster.location.touched_partitions import partition_rows, windo
 
 if TYPE_CHECKING:
     import polars as pl
+    from deltalake import DeltaTable
 
     from datacoolie_dagster.location.assets import TableAsset
 
@@ -51,20 +53,30 @@ def table_window_spec(asset: TableAsset) -> WindowSpec | None:
     return next((s for d in asset.table.dataflows if (s := window_spec(partitioning, d)) is not None), None)
 
 
-def merged_figures(metadata: dict[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
-    """``metadata`` with a partition's ``own`` figures; a ``None`` figure removes the write's total."""
-    merged = metadata | {k: v for k, v in own.items() if v is not None}
-    return {k: v for k, v in merged.items() if own.get(k, 0) is not None}
+def merged_figures(metadata: Mapping[str, Any], own: Mapping[str, int | None]) -> dict[str, Any]:
+    """One partition's metadata: the whole write's ``metadata`` with the partition's ``own`` figures.
+
+    A figure in ``own`` is the partition's number, or ``None`` when it cannot be told per partition:
+
+    - a number, zero included (the write left nothing there), replaces the write's total;
+    - ``None`` drops the key: the write's total is not the partition's, and no figure beats a wrong one;
+    - a key ``own`` does not name keeps the write's value.
+    """
+    unknown = {key for key, figure in own.items() if figure is None}
+    return {key: value for key, value in {**metadata, **own}.items() if key not in unknown}
 
 
 def partition_metadata(
-    asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], keys: Sequence[str]
-) -> dict[str, dict[str, Any]]:
+    asset: TableAsset, runtimes: Sequence[DataFlowRuntimeInfo], keys: Sequence[str], *, delta: DeltaTable | None
+) -> dict[str, dict[str, int | None]]:
     """Per partition key, its own figures after the write of ``runtimes``: the rows it holds
     (``dagster/row_count``) and the rows the write inserted and updated in it, read from the
-    committed rows. A figure that cannot be told per partition is left out, never the whole write's.
+    committed rows of ``delta`` (the table the step opened; read as of the write's last version when
+    a later one has landed since). A figure that cannot be told per partition is ``None``, for
+    :func:`merged_figures` to leave out: never the whole write's. A table whose rows cannot be read
+    per partition (not Delta, no window column) gets no figure at all.
     """
-    figures: dict[str, dict[str, Any]] = {k: {} for k in keys}
+    figures: dict[str, dict[str, int | None]] = {k: {} for k in keys}
     partitioning, path = asset.partitioning, asset.table.path
     spec = table_window_spec(asset)
     if partitioning is None or spec is None or not path or asset.table.first.destination.connection.format != "delta":
@@ -72,12 +84,11 @@ def partition_metadata(
     writes = [c for r in runtimes for c in (r.chunks or [r])]  # a replay's rows carry its chunks' run ids
     versions = [r.destination.table_version for r in writes if r.destination.table_version is not None]
     run_ids = [r.dataflow_run_id for r in writes if r.transform.rows_out]
-    counts = partition_counts(
-        path, partitioning, spec, version=max(versions) if versions else None, run_ids=run_ids, keys=keys
-    )
+    written = _as_of(delta, path, max(versions) if versions else None)
+    counts = {} if written is None else partition_counts(written, partitioning, spec, run_ids=run_ids, keys=keys)
     deleted = sum(r.destination.rows_deleted for r in writes)
     for key, count in counts.items():
-        own: dict[str, Any] = {"dagster/row_count": count.rows}
+        own: dict[str, int | None] = {"dagster/row_count": count.rows}
         if count.inserted is not None and count.updated is not None:
             own |= {constants.ROWS_INSERTED: count.inserted, constants.ROWS_UPDATED: count.updated}
         if deleted == 0:
@@ -91,22 +102,36 @@ def partition_metadata(
     return figures
 
 
+def _as_of(table: DeltaTable | None, path: str, version: int | None) -> DeltaTable | None:
+    """``table`` at ``version`` (``None``: as opened): the opened snapshot itself when it is that
+    version, else that version opened (a later write landed after the one described)."""
+    if table is None or version is None or table.version() == version:
+        return table
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(table_uri(path), version=version, storage_options=delta_storage_options(path))
+    except (TableNotFoundError, OSError):
+        return None
+
+
 def partition_counts(
-    path: str,
+    table: DeltaTable,
     partitioning: TablePartitioning,
     spec: WindowSpec,
     *,
-    version: int | None = None,
     run_ids: Collection[str] = (),
     keys: Collection[str] | None = None,
 ) -> dict[str, PartitionCounts]:
-    """Per partition key (``keys``, default every partition holding rows), what the table holds.
+    """Per partition key (``keys``, default every partition holding rows), what ``table`` holds at its
+    loaded version.
 
     ``run_ids``: the dataflow runs of the write whose inserted and updated rows are counted.
     """
     import polars as pl
 
-    frame = _scan(path, version, spec, partitioning, keys)
+    frame = _scan(table, spec, partitioning, keys)
     if frame is None:
         return {}
     column = frame.columns[0]
@@ -129,19 +154,13 @@ def partition_counts(
 
 
 def _scan(
-    path: str, version: int | None, spec: WindowSpec, partitioning: TablePartitioning, keys: Collection[str] | None
+    table: DeltaTable, spec: WindowSpec, partitioning: TablePartitioning, keys: Collection[str] | None
 ) -> pl.DataFrame | None:
     """The window column (first) and the system columns of the rows in ``keys``' windows."""
     import polars as pl
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
 
     from datacoolie_core.api import find_column
 
-    try:
-        table = DeltaTable(table_uri(path), version=version, storage_options=delta_storage_options(path))
-    except (TableNotFoundError, OSError):
-        return None
     names = [f.name for f in table.schema().fields]
     column = find_column(names, spec.column)
     if column is None:

@@ -20,7 +20,6 @@ waits for ever: docs/deployment.md).
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -29,12 +28,10 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import polars as pl
 import psycopg2
 import pytest
 import yaml
@@ -43,6 +40,7 @@ from datacoolie_core import FileProvider
 from datacoolie_core.orchestration.distributor import JobDistributor
 from tests.dagster.celery_support import Worker, celery_workers
 from tests.dagster.cli_support import BIN, REPOSITORY
+from tests.dagster.s3_stage_support import STAGE, assert_tables_hold_their_sources, table_url, write_stage
 from tests.support.s3 import ACCESS_KEY_ID, KEY_ID_VAR, REGION, SECRET_ACCESS_KEY, SECRET_VAR, S3Server
 
 pytestmark = [pytest.mark.slow, pytest.mark.celery, pytest.mark.redis, pytest.mark.postgres, pytest.mark.s3]
@@ -51,7 +49,6 @@ DATAFLOWS = 40
 SHARDS = 4
 ROWS = 20_000
 """Enough for a shard step of 10 dataflows to last a few seconds: the window the kill is aimed at."""
-STAGE = "landing2bronze"
 LOCATION = "tests.dagster.celery_location"
 METADATA = "metadata.json"
 """Where every host finds its copy of the metadata: relative to its working directory."""
@@ -93,11 +90,7 @@ class Deployment:
         shutil.copytree(self.image, host, dirs_exist_ok=True)
 
     def table(self, index: int) -> str:
-        return f"s3://{self.bucket}/lake/t_{index:02d}"
-
-    def source(self, index: int) -> pl.DataFrame:
-        url = f"s3://{self.bucket}/landing/s_{index:02d}/batch_001.parquet"
-        return pl.read_parquet(url, storage_options=self.server.storage_options)
+        return table_url(self.bucket, index)
 
     def committed_tables(self) -> set[str]:
         """The tables with a first commit on S3 (one listing: the watcher below polls it)."""
@@ -114,56 +107,13 @@ class Deployment:
         return [self.table(int(str(d.name).removeprefix("df_"))) for d in mine]
 
 
-def s3_connection(name: str, kind: str, fmt: str, base_path: str, server: S3Server) -> dict[str, Any]:
-    """A connection on S3: the endpoint in ``storage_options``, the key pair named by ``secrets_ref``."""
-    return {
-        "name": name, "connection_type": kind, "format": fmt,
-        "configure": {"base_path": base_path, "aws_region": REGION,
-                      "storage_options": {"aws_endpoint_url": server.endpoint, "aws_allow_http": "true"},
-                      "aws_access_key_id": KEY_ID_VAR, "aws_secret_access_key": SECRET_VAR},
-        "secrets_ref": {"env:": ["aws_access_key_id", "aws_secret_access_key"]},
-    }  # fmt: skip
-
-
-def write_stage(image: Path, server: S3Server, bucket: str) -> Path:
-    """40 append dataflows with an ``updated_at`` watermark, each from its own landing folder on S3."""
-    connections = [
-        s3_connection("landing", "file", "parquet", f"s3://{bucket}/landing", server),
-        s3_connection("bronze", "lakehouse", "delta", f"s3://{bucket}/lake", server),
-    ]
-    dataflows = []
-    for i in range(DATAFLOWS):
-        start = datetime(2024, 1, 1) + timedelta(days=i)
-        frame = pl.DataFrame(
-            {
-                "id": pl.int_range(i * ROWS, (i + 1) * ROWS, eager=True),
-                "value": pl.int_range(0, ROWS, eager=True).cast(pl.Float64),
-                "updated_at": pl.datetime_range(start, start + timedelta(seconds=ROWS - 1), "1s", eager=True),
-            }
-        )
-        buffer = io.BytesIO()
-        frame.write_parquet(buffer)
-        server.put(f"s3://{bucket}/landing/s_{i:02d}/batch_001.parquet", buffer.getvalue())
-        dataflows.append(
-            {
-                "name": f"df_{i:02d}",
-                "stage": STAGE,
-                "source": {"connection_name": "landing", "table": f"s_{i:02d}", "watermark_columns": ["updated_at"]},
-                "destination": {"connection_name": "bronze", "table": f"t_{i:02d}", "load_type": "append"},
-            }
-        )
-    path = image / METADATA
-    path.write_text(json.dumps({"connections": connections, "dataflows": dataflows}, indent=1), encoding="utf-8")
-    return path
-
-
 def deploy(root: Path, broker: str, database: dict[str, str], db: int, server: S3Server) -> Deployment:
     """The stage on a new bucket, the executor/worker config (deploy/celery/worker.yaml, a short
     visibility timeout) and the environment every process gets; Redis databases ``db`` and ``db + 1``."""
     image = root / "image"
     image.mkdir()
     bucket = server.bucket()
-    write_stage(image, server, bucket)
+    write_stage(image / METADATA, server, bucket, dataflows=DATAFLOWS, rows=ROWS, credentials=(KEY_ID_VAR, SECRET_VAR))
     config = yaml.safe_load((REPOSITORY / "deploy" / "celery" / "worker.yaml").read_text(encoding="utf-8"))
     config["execution"]["config"]["config_source"]["broker_transport_options"] |= {
         "visibility_timeout": VISIBILITY_TIMEOUT,
@@ -268,14 +218,9 @@ def worker_of_steps(instance: dg.DagsterInstance, run_id: str) -> list[tuple[str
 
 
 def assert_tables_exact(deployment: Deployment) -> None:
-    """Every table, read back from S3, holds its source's rows exactly once: count and key set, per table."""
+    """Every table is committed on S3 and, read back, holds its source's rows exactly once."""
     assert len(deployment.committed_tables()) == DATAFLOWS
-    for i in range(DATAFLOWS):
-        table = pl.read_delta(deployment.table(i), storage_options=deployment.server.storage_options)
-        source = deployment.source(i)
-        assert table.height == source.height, f"t_{i:02d}: {table.height} rows, the source has {source.height}"
-        assert table["id"].n_unique() == table.height, f"t_{i:02d}: duplicated keys"
-        assert set(table["id"]) == set(source["id"]), f"t_{i:02d}: keys differ from the source"
+    assert_tables_hold_their_sources(deployment.server, deployment.bucket, dataflows=DATAFLOWS, rows=ROWS)
 
 
 def assert_state_in_postgres(deployment: Deployment) -> None:

@@ -22,25 +22,21 @@ pod. The lake is on S3 and the state in PostgreSQL.
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-import polars as pl
 import pytest
 import yaml
 from dagster_k8s.job import DAGSTER_PG_PASSWORD_SECRET_KEY
-from polars.testing import assert_frame_equal
 
-from datacoolie_core.columns import TRAILING_COLUMNS
 from tests.dagster.cli_support import BIN, REPOSITORY
+from tests.dagster.s3_stage_support import STAGE, assert_tables_hold_their_sources, write_stage
 from tests.dagster.test_deploy_config import env_config_map, image_files
 from tests.support.pods import FILESYSTEM, LOG, RECORD, Cluster, PodSpec, start_pod, stop_pod
 from tests.support.s3 import ACCESS_KEY_ID, REGION, SECRET_ACCESS_KEY, S3Server, start_moto
@@ -49,7 +45,6 @@ K8S = REPOSITORY / "deploy" / "k8s"
 DATAFLOWS = 8
 SHARDS = 4
 ROWS = 500
-STAGE = "landing2bronze"
 STAGE_JOB = f"datacoolie_{STAGE}"
 LOCATION = "tests.dagster.pod_location"
 RUN_TIMEOUT = 600.0
@@ -61,50 +56,6 @@ SUBSTITUTED = {"DATACOOLIE_PG_HOST", "DATACOOLIE_PG_USER", "DATACOOLIE_LOG_BUCKE
 def s3_server() -> Iterator[S3Server]:
     with start_moto() as server:
         yield server
-
-
-def s3_connection(name: str, kind: str, fmt: str, base_path: str, server: S3Server) -> dict[str, Any]:
-    """A connection on S3 whose key pair is the Secret ``datacoolie-s3``'s (``secrets_ref`` from the env)."""
-    return {
-        "name": name, "connection_type": kind, "format": fmt,
-        "configure": {"base_path": base_path, "aws_region": REGION,
-                      "storage_options": {"aws_endpoint_url": server.endpoint, "aws_allow_http": "true"},
-                      "aws_access_key_id": "AWS_ACCESS_KEY_ID", "aws_secret_access_key": "AWS_SECRET_ACCESS_KEY"},
-        "secrets_ref": {"env:": ["aws_access_key_id", "aws_secret_access_key"]},
-    }  # fmt: skip
-
-
-def source_frame(index: int) -> pl.DataFrame:
-    start = datetime(2024, 1, 1) + timedelta(days=index)
-    return pl.DataFrame(
-        {
-            "id": pl.int_range(index * ROWS, (index + 1) * ROWS, eager=True),
-            "value": pl.int_range(0, ROWS, eager=True).cast(pl.Float64) * (index + 1),
-            "updated_at": pl.datetime_range(start, start + timedelta(seconds=ROWS - 1), "1s", eager=True),
-        }
-    )
-
-
-def write_stage(path: Path, server: S3Server, bucket: str) -> None:
-    """A stage of append dataflows, each from its own landing folder on S3 into a Delta table on S3."""
-    dataflows = []
-    for i in range(DATAFLOWS):
-        buffer = io.BytesIO()
-        source_frame(i).write_parquet(buffer)
-        server.put(f"s3://{bucket}/landing/s_{i:02d}/batch_001.parquet", buffer.getvalue())
-        dataflows.append(
-            {
-                "name": f"df_{i:02d}",
-                "stage": STAGE,
-                "source": {"connection_name": "landing", "table": f"s_{i:02d}", "watermark_columns": ["updated_at"]},
-                "destination": {"connection_name": "bronze", "table": f"t_{i:02d}", "load_type": "append"},
-            }
-        )
-    connections = [
-        s3_connection("landing", "file", "parquet", f"s3://{bucket}/landing", server),
-        s3_connection("bronze", "lakehouse", "delta", f"s3://{bucket}/lake", server),
-    ]
-    path.write_text(json.dumps({"connections": connections, "dataflows": dataflows}, indent=1), encoding="utf-8")
 
 
 def instance_config(cluster_file: Path, database: dict[str, str]) -> dict[str, Any]:
@@ -132,10 +83,6 @@ class Deployment:
     server: S3Server
     viewer_env: dict[str, str]
     """A host reading the deployment (the webserver's role): datacoolie-env and the Secrets."""
-
-    def table(self, index: int) -> pl.DataFrame:
-        frame = pl.read_delta(f"s3://{self.bucket}/lake/t_{index:02d}", storage_options=self.server.storage_options)
-        return frame.drop([c for c in frame.columns if c in TRAILING_COLUMNS]).sort("id")
 
     def pods(self) -> dict[str, dict[str, Any]]:
         """Every pod that ran: name -> its ``pod.json`` (pid, working directory, command)."""
@@ -166,7 +113,8 @@ def deploy(root: Path, database: dict[str, str], server: S3Server) -> Deployment
     bucket = server.bucket()
     build = root / "build"
     build.mkdir()
-    write_stage(build / "pipeline.json", server, bucket)
+    credentials = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")  # the keys of the datacoolie-s3 Secret
+    write_stage(build / "pipeline.json", server, bucket, dataflows=DATAFLOWS, rows=ROWS, credentials=credentials)
     env = env_config_map()
     files = {dest: str(REPOSITORY / source) for dest, source in image_files().items()}
     files[env["DATACOOLIE_METADATA"]] = str(build / "pipeline.json")  # docker build --build-arg METADATA=…
@@ -264,14 +212,6 @@ def step_log(instance: dg.DagsterInstance, run_id: str, step: str) -> str:
     return (data.stdout or b"").decode() + (data.stderr or b"").decode()
 
 
-def assert_tables_exact(deployment: Deployment) -> None:
-    """Each Delta table on S3 holds its source's rows, exactly: the business columns compared whole
-    (the source's naive timestamps are UTC in the lake)."""
-    for i in range(DATAFLOWS):
-        expected = source_frame(i).with_columns(pl.col("updated_at").dt.replace_time_zone("UTC"))
-        assert_frame_equal(deployment.table(i), expected, check_dtypes=False)
-
-
 def assert_one_pod_per_step(instance: dg.DagsterInstance, run_id: str, deployment: Deployment) -> dict[str, int]:
     """Dagster's own record of which process ran what: the run worker's and each step's events carry
     their process id, which is the id of the pod's process that the launcher or step handler started."""
@@ -355,7 +295,7 @@ def test_each_step_runs_in_a_pod_of_its_own_with_only_the_shipped_configuration(
     shards = {f"datacoolie_run_shard[shard_{i}]" for i in range(SHARDS)}
     pid_of_step = assert_one_pod_per_step(instance, run_id, deployment)
     assert shards < set(pid_of_step)
-    assert_tables_exact(deployment)
+    assert_tables_hold_their_sources(s3_server, deployment.bucket, dataflows=DATAFLOWS, rows=ROWS)
     assert_nothing_on_local_disk(deployment)
     for i in range(SHARDS):
         text = step_log(instance, run_id, f"datacoolie_run_shard[shard_{i}]")

@@ -9,8 +9,9 @@ into the request as :mod:`~datacoolie_core.sources.api.bounds` says.
 Records become one DataFrame whose schema is the union of the records' keys (a key missing from a
 record is null; a key holding several kinds of value becomes text). A mapped field of a temporal
 format that arrives as ISO text is compared and its watermark stored as a date/datetime, while the
-column itself stays text, as Spark's JSON reading keeps it. The shared tail (:func:`~datacoolie_core.sources.collect_and_watermark.finalize`) then applies the exact
-watermark window, ``filter_expression``, the count and the new watermark, as for every source.
+column itself stays text, as Spark's JSON reading keeps it. The shared tail
+(:mod:`~datacoolie_core.sources.collect_and_watermark`) then applies the exact watermark window,
+``filter_expression``, the count and the new watermark, as for every source.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from datacoolie_core.sources.api.bounds import (
 )
 from datacoolie_core.sources.api.pages import Request, fetch_records
 from datacoolie_core.sources.base import ReadRange, ReadRequest, ReadResult
-from datacoolie_core.sources.collect_and_watermark import finalize
+from datacoolie_core.sources.collect_and_watermark import collect_scan, plan_read
 
 if TYPE_CHECKING:
     from datacoolie_core.sources.api.client import ApiClient
@@ -91,8 +92,9 @@ def read_keeping_text(
     """
     parsed = [c for c in typed.columns if typed.schema[c] != data.schema[c]]
     if not parsed:
-        return finalize(typed.lazy(), source, request, source_action=action, pseudo_watermark=pushed)
-    result = finalize(typed.with_row_index(_ROW).lazy(), source, request, source_action=action, pseudo_watermark=pushed)
+        return collect_scan(plan_read(typed.lazy(), source, request, source_action=action, pseudo_watermark=pushed))
+    numbered = typed.with_row_index(_ROW).lazy()
+    result = collect_scan(plan_read(numbered, source, request, source_action=action, pseudo_watermark=pushed))
     if result is None:
         return None
     rows = result.data[_ROW]

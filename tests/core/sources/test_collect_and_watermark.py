@@ -10,7 +10,6 @@ from datacoolie_core.errors import SourceShapeError
 from datacoolie_core.sources import ReadRequest
 from datacoolie_core.sources.collect_and_watermark import (
     collect_scan,
-    finalize,
     new_watermark,
     plan_read,
     summarize_scan,
@@ -23,11 +22,12 @@ SOURCE = make_source(
 )
 
 
-def test_finalize_applies_window_then_filter_and_records_runtime() -> None:
+def test_a_collected_read_applies_window_then_filter_and_records_runtime() -> None:
     source = SOURCE.model_copy(update={"filter_expression": "n < 4"})
     lf = pl.LazyFrame({"ts": [datetime(2024, 1, d) for d in (1, 2, 3, 4)], "n": [1, 2, 3, 4]})
     request = ReadRequest(watermark={"ts": datetime(2024, 1, 1)}, reference_time=REFERENCE_TIME)
-    result = finalize(lf, source, request, source_action={"k": "v"}, pseudo_watermark={"__file_modification_time": 1})
+    scan = plan_read(lf, source, request, source_action={"k": "v"}, pseudo_watermark={"__file_modification_time": 1})
+    result = collect_scan(scan)
     assert result is not None
     assert_frame_equal(result.data, pl.DataFrame({"ts": [datetime(2024, 1, d) for d in (2, 3)], "n": [2, 3]}))
     runtime = result.runtime
@@ -37,17 +37,17 @@ def test_finalize_applies_window_then_filter_and_records_runtime() -> None:
     assert runtime.watermark_after == {"ts": datetime(2024, 1, 3), "n": 3, "__file_modification_time": 1}
 
 
-def test_finalize_returns_none_for_zero_rows() -> None:
+def test_a_collected_read_of_zero_rows_is_none() -> None:
     lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)], "n": [1]})
     request = ReadRequest(watermark={"n": 1}, reference_time=REFERENCE_TIME)
-    assert finalize(lf, SOURCE, request, source_action={}) is None
+    assert collect_scan(plan_read(lf, SOURCE, request, source_action={})) is None
 
 
 def test_filter_expression_with_unknown_column_names_the_source() -> None:
     source = SOURCE.model_copy(update={"filter_expression": "statuz = 'ok'"})
     lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)], "n": [1], "status": ["ok"]})
     with pytest.raises(SqlExpressionError, match=r"source 'x.y'.*filter_expression.*'statuz'"):
-        finalize(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})
+        plan_read(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})
 
 
 def test_new_watermark_aware_max_in_utc_and_null_columns_omitted() -> None:
@@ -70,11 +70,11 @@ def test_new_watermark_keeps_the_key_it_was_first_saved_under(stored: dict[str, 
     assert new_watermark(frame, ["order_date"], label="s", stored=stored) == {key: "2025-01-03"}
 
 
-def test_finalize_checks_the_shape_before_reading() -> None:
+def test_a_read_is_shape_checked_before_it_is_planned() -> None:
     source = SOURCE.model_copy(update={"watermark_columns": ["Order Date"]})
     lf = pl.LazyFrame({"ts": [datetime(2024, 1, 1)]})
     with pytest.raises(SourceShapeError, match=r"source 'x.y' \(connection 'src'\): the source lacks 'Order Date'"):
-        finalize(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})
+        plan_read(lf, source, ReadRequest(reference_time=REFERENCE_TIME), source_action={})
 
 
 SUMMARY_CASES = [
