@@ -225,6 +225,8 @@ CHECKED_ASSET_KEYS = "{ck.asset_key for ck in assets_def.check_keys}"
 INPUT_LOOP = "inputs_map.items()"
 """What the loop over an assets definition's inputs iterates, in ``build_node_deps``."""
 HOISTED_NAME = "checked_asset_keys"
+HOISTED_MARK = "__datacoolie_hoisted__"
+"""Set on the rewritten function, so a second call (another build in the process) keeps it."""
 
 
 def hoist_build_node_deps() -> bool:
@@ -250,8 +252,8 @@ def hoist_build_node_deps() -> bool:
     """
     module: Any = importlib.import_module(ASSET_JOB_MODULE)
     current = module.build_node_deps
-    if getattr(current, "__wrapped__", None) is not None:
-        return True  # rewritten already
+    if getattr(current, HOISTED_MARK, False):
+        return True
     if version_mismatch() is not None:
         return False
     hoisted = _hoisted(current)
@@ -282,6 +284,7 @@ def _hoisted(original: Callable[..., Any]) -> Callable[..., Any] | None:
     exec(code, original.__globals__, namespace)  # Dagster's own source, one expression moved
     hoisted: Callable[..., Any] = namespace[original.__name__]
     hoisted.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(hoisted, HOISTED_MARK, True)
     return hoisted
 
 

@@ -182,7 +182,7 @@ def test_the_hoisted_build_node_deps_returns_what_dagsters_returns(
 def test_a_built_code_location_resolves_its_asset_job_with_the_hoisted_loop(tmp_path: Path) -> None:
     _ours(tmp_path, LINEAGE)
     build_node_deps = importlib.import_module(dagster_internal.ASSET_JOB_MODULE).build_node_deps
-    assert getattr(build_node_deps, "__wrapped__", None) is not None
+    assert getattr(build_node_deps, dagster_internal.HOISTED_MARK, False)
     source = inspect.getsource(build_node_deps.__wrapped__)
     assert dagster_internal.CHECKED_ASSET_KEYS in source, "Dagster's loop changed: re-read hoist_build_node_deps"
 
