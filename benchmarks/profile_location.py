@@ -16,13 +16,17 @@ asks of it right after, in one process after ``import dagster`` (not timed), on
 Each phase prints its wall and CPU seconds; the RSS is read after ``load_all`` (what the code server
 holds when it starts answering) and at the end, with the peak. ``--profile build,repository``
 profiles those phases (cProfile; times are inflated by the profiler) and prints the top functions by
-own time and by cumulative time. The load average is printed at the start and the end.
+own time and by cumulative time. ``--digest`` adds the sha256 of the serialized snapshots: two
+checkouts given the same ``--workdir`` (the metadata path and the state folder appear in the
+snapshot) compare what the UI is served, byte for byte. The load average is printed at the start
+and the end.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import hashlib
 import json
 import os
 import pstats
@@ -48,7 +52,7 @@ def _load() -> str:
     return ", ".join(f"{value:.1f}" for value in os.getloadavg())
 
 
-def run(profiled: set[str], top: int) -> dict[str, Any]:
+def run(profiled: set[str], top: int, digest: bool = False) -> dict[str, Any]:
     import dagster  # noqa: F401  (not timed: every process of Dagster pays it)
     from dagster._core.remote_representation.external_data import JobDataSnap, RepositorySnap
     from dagster_shared.serdes import serialize_value
@@ -70,11 +74,16 @@ def run(profiled: set[str], top: int) -> dict[str, Any]:
         repo = state["repo"]
         state["snaps"] = [
             RepositorySnap.from_def(repo, defer_snapshots=True),
-            *(JobDataSnap.from_job_def(job, include_parent_snapshot=True) for job in repo.get_all_jobs()),
+            *(
+                JobDataSnap.from_job_def(j, include_parent_snapshot=True)
+                for j in sorted(repo.get_all_jobs(), key=_name)
+            ),
         ]
 
     def serialize() -> None:
-        state["bytes"] = sum(len(serialize_value(snap)) for snap in state["snaps"])
+        serialized = [serialize_value(snap).encode() for snap in state["snaps"]]
+        state["bytes"] = sum(map(len, serialized))
+        state["digest"] = hashlib.sha256(b"".join(serialized)).hexdigest()
 
     steps: dict[str, Callable[[], None]] = {
         "build": build,
@@ -99,8 +108,14 @@ def run(profiled: set[str], top: int) -> dict[str, Any]:
             report["rss_ready_mib"] = round(_memory()["VmRSS"], 1)
     memory = _memory()
     report |= {"snapshot_bytes": state["bytes"], "rss_end_mib": round(memory["VmRSS"], 1)}
+    if digest:
+        report["snapshot_sha256"] = state["digest"]
     report |= {"peak_rss_mib": round(memory["VmHWM"], 1), "load_after": _load()}
     return report
+
+
+def _name(job: Any) -> str:
+    return str(job.name)
 
 
 def _print_profile(name: str, profiler: cProfile.Profile, top: int) -> None:
@@ -114,17 +129,21 @@ def main() -> None:
     parser.add_argument("--dataflows", type=int, default=10_000)
     parser.add_argument("--profile", default="", help=f"comma list of phases to profile: {', '.join(PHASES)}")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--digest", action="store_true", help="print the sha256 of the serialized snapshots")
+    parser.add_argument("--workdir", type=Path, help="where the metadata and state go (default: a temporary folder)")
     args = parser.parse_args()
     profiled = {p for p in args.profile.split(",") if p}
     if unknown := profiled - set(PHASES):
         parser.error(f"unknown phase(s) {', '.join(sorted(unknown))}; known: {', '.join(PHASES)}")
     compile_sources()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "metadata.json"
+        folder = args.workdir or Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "metadata.json"
         path.write_text(json.dumps(metadata(args.dataflows)))
         os.environ["DATACOOLIE_METADATA"] = str(path)
-        os.environ["DATACOOLIE_HOME"] = str(Path(tmp) / "home")
-        print(json.dumps({"dataflows": args.dataflows} | run(profiled, args.top)))
+        os.environ["DATACOOLIE_HOME"] = str(folder / "home")
+        print(json.dumps({"dataflows": args.dataflows} | run(profiled, args.top, args.digest)))
 
 
 if __name__ == "__main__":
