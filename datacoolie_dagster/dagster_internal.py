@@ -237,7 +237,7 @@ def hoist_build_node_deps() -> bool:
     input of an assets definition whether the definition checks that input's asset, and rebuilds
     the set of the asset keys its checks target to answer (:data:`CHECKED_ASSET_KEYS`): inputs x
     checks. One multi-asset of 10,000 tables reads ~9,000 sources and carries ~13,300 checks, so a
-    code server spent most of a minute there before it answered. The set depends only on the
+    code server spent 20-70 CPU s there before it answered. The set depends only on the
     assets definition, so it is built once per definition, before the loop over its inputs
     (:data:`INPUT_LOOP`): the same answers, the upstream fix.
 
