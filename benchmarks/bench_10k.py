@@ -54,9 +54,9 @@ def child_definitions() -> None:
     print(json.dumps({"seconds": built - started, "snapshot_s": done - built, "bytes": size}))
 
 
-def measure(command: str, path: Path, env: dict[str, str]) -> dict[str, Any]:
+def measure(command: str, path: Path, env: dict[str, str], code: Path) -> dict[str, Any]:
     if command == "code_server":
-        return code_server(path, env)
+        return code_server(env, code)
     argv = {
         "validate": [str(BIN / "datacoolie"), "validate", str(path)],
         "dry_run": [str(BIN / "datacoolie"), "run", "--metadata", str(path), "--dry-run"],
@@ -78,14 +78,18 @@ _TIMED = (
 """Runs the command (the launcher's peak RSS is then the larger of this wrapper and the command)."""
 
 
-def code_server(path: Path, env: dict[str, str]) -> dict[str, Any]:
-    """Spawn to the first answered ping of ``dagster api grpc``; its RSS then; the server is stopped."""
+def code_server(env: dict[str, str], code: Path) -> dict[str, Any]:
+    """Spawn to the first answered ping of ``dagster api grpc``; its RSS then; the server is stopped.
+
+    The server's working directory is ``code``: Dagster puts it first on ``sys.path``, before
+    ``PYTHONPATH``, so it decides which checkout the server imports.
+    """
     from dagster._grpc.client import DagsterGrpcClient
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    argv = [str(BIN / "dagster"), "api", "grpc", "-m", "datacoolie_dagster.definitions", "-p", str(port), "-h", "127.0.0.1"]  # fmt: skip
+    argv = [str(BIN / "dagster"), "api", "grpc", "-m", "datacoolie_dagster.definitions", "-p", str(port), "-h", "127.0.0.1", "-d", str(code)]  # fmt: skip
     started = time.perf_counter()
     server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     client = DagsterGrpcClient(port=port, host="127.0.0.1")
@@ -147,7 +151,7 @@ def main() -> None:
         before = _load()
         for round_ in range(args.rounds):
             for command in rotated(commands, round_):
-                results[command].append(measure(command, path, env))
+                results[command].append(measure(command, path, env, args.code.resolve()))
                 print(f"round {round_} {command}: {json.dumps(results[command][-1])}", flush=True)
         after = _load()
     print(f"\n{args.dataflows} dataflows, {args.rounds} rounds; load average before: {before}; after: {after}\n")

@@ -13,10 +13,13 @@ them, so that loading the code location does not import them.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib
+import inspect
 import logging
-from collections.abc import Iterator, Sequence
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +49,9 @@ if TYPE_CHECKING:
 
 CHECKED_VERSION = "1.13.27"
 """The Dagster release every use below was read against (its installed source)."""
+
+ASSET_JOB_MODULE = "dagster._core.definitions.assets.job.asset_job"
+"""Where Dagster builds asset jobs (the implicit ``__ASSET_JOB``): see :func:`hoist_build_node_deps`."""
 
 PRIVATE_USES: dict[str, tuple[tuple[str, ...], str]] = {
     "dagster._core.storage.tags": (
@@ -115,6 +121,11 @@ PRIVATE_USES: dict[str, tuple[tuple[str, ...], str]] = {
     "dagster._core.definitions.assets.graph.base_asset_graph": (
         ("BaseAssetGraph",),
         "type of RepositoryDefinition.asset_graph (only annotations)",
+    ),
+    ASSET_JOB_MODULE: (
+        ("build_node_deps",),
+        "hoist_build_node_deps: the asset job's node dependencies are built in a loop that is quadratic "
+        "in a multi-asset's inputs x checks (minutes at 10,000 tables); no public way around it",
     ),
 }
 """Module -> (names used, why there is no public way), for the version test and the upgrade audit."""
@@ -205,6 +216,111 @@ def load_repositories(target: WorkspaceLoadTarget) -> tuple[int, list[dg.Reposit
         resolve_lazy_defs=True,
     )
     return 1, [r for t in loadables if (r := repository_def_from_target_def(t.target_definition)) is not None]
+
+
+# --- asset jobs: a loop made linear ----------------------------------------------------------------
+
+CHECKED_ASSET_KEYS = "{ck.asset_key for ck in assets_def.check_keys}"
+"""The set ``build_node_deps`` rebuilds for every input of an assets definition (Dagster 1.13.27)."""
+INPUT_LOOP = "inputs_map.items()"
+"""What the loop over an assets definition's inputs iterates, in ``build_node_deps``."""
+HOISTED_NAME = "checked_asset_keys"
+HOISTED_MARK = "__datacoolie_hoisted__"
+"""Set on the rewritten function, so a second call (another build in the process) keeps it."""
+
+
+def hoist_build_node_deps() -> bool:
+    """Make Dagster's asset jobs build in time linear in a multi-asset's inputs and checks.
+
+    Dagster's ``build_node_deps`` (``dagster/_core/definitions/assets/job/asset_job.py``), which
+    every asset job runs (the implicit ``__ASSET_JOB`` of the code location first), asks for each
+    input of an assets definition whether the definition checks that input's asset, and rebuilds
+    the set of the asset keys its checks target to answer (:data:`CHECKED_ASSET_KEYS`): inputs x
+    checks. One multi-asset of 10,000 tables reads ~9,000 sources and carries ~13,300 checks, so a
+    code server spent 20-70 CPU s there before it answered. The set depends only on the
+    assets definition, so it is built once per definition, before the loop over its inputs
+    (:data:`INPUT_LOOP`): the same answers, the upstream fix.
+
+    The installed function's own source is rewritten (no copy of Dagster's code here): only on the
+    Dagster version this module was checked against, only where the loop and the set read exactly
+    as there, and once per process. Anywhere else Dagster's function is left as it is.
+    ``tests/dagster/test_dagster_internal.py`` proves the rewritten function returns what Dagster's
+    returns on our definitions.
+
+    Returns:
+        Whether the rewritten function is in place.
+    """
+    module: Any = importlib.import_module(ASSET_JOB_MODULE)
+    current = module.build_node_deps
+    if getattr(current, HOISTED_MARK, False):
+        return True
+    if version_mismatch() is not None:
+        return False
+    hoisted = _hoisted(current)
+    if hoisted is None:
+        return False
+    module.build_node_deps = hoisted
+    return True
+
+
+def _hoisted(original: Callable[..., Any]) -> Callable[..., Any] | None:
+    """``original`` compiled again with :data:`CHECKED_ASSET_KEYS` built before :data:`INPUT_LOOP`.
+
+    ``None`` when the source does not hold that loop with that set inside exactly once. The
+    rewritten function keeps Dagster's module globals, file name and line numbers (tracebacks point
+    at Dagster's source); ``__wrapped__`` is the original.
+    """
+    source = textwrap.dedent(inspect.getsource(original))
+    if HOISTED_NAME in source:
+        return None
+    tree = ast.parse(source)
+    ast.increment_lineno(tree, original.__code__.co_firstlineno - 1)
+    hoist = _HoistCheckedKeys()
+    tree = hoist.visit(tree)
+    if hoist.loops != 1 or hoist.replaced != 1:
+        return None
+    code = compile(ast.fix_missing_locations(tree), inspect.getsourcefile(original) or "<dagster>", "exec")
+    namespace: dict[str, Any] = {}
+    exec(code, original.__globals__, namespace)  # Dagster's own source, one expression moved
+    hoisted: Callable[..., Any] = namespace[original.__name__]
+    hoisted.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(hoisted, HOISTED_MARK, True)
+    return hoisted
+
+
+class _HoistCheckedKeys(ast.NodeTransformer):
+    """Moves :data:`CHECKED_ASSET_KEYS` out of the loop over :data:`INPUT_LOOP`, into a name set before it."""
+
+    def __init__(self) -> None:
+        self.loops = 0
+        self.replaced = 0
+
+    def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
+        if ast.unparse(node.iter) != INPUT_LOOP:
+            self.generic_visit(node)
+            return node
+        self.loops += 1
+        found: list[ast.SetComp] = []
+        replacer = _ReplaceExpression(CHECKED_ASSET_KEYS, HOISTED_NAME, found)
+        node = replacer.visit(node)
+        self.replaced += len(found)
+        if len(found) != 1:
+            return node
+        assign = ast.Assign(targets=[ast.Name(HOISTED_NAME, ast.Store())], value=found[0])
+        return [ast.copy_location(assign, node), node]
+
+
+class _ReplaceExpression(ast.NodeTransformer):
+    """Replaces every set comprehension reading ``expression`` by the name ``name``; keeps them in ``found``."""
+
+    def __init__(self, expression: str, name: str, found: list[ast.SetComp]) -> None:
+        self.expression, self.name, self.found = expression, name, found
+
+    def visit_SetComp(self, node: ast.SetComp) -> ast.AST:
+        if ast.unparse(node) != self.expression:
+            return self.generic_visit(node)
+        self.found.append(node)
+        return ast.copy_location(ast.Name(self.name, ast.Load()), node)
 
 
 # --- backfills -----------------------------------------------------------------------------------
@@ -325,6 +441,7 @@ __all__ = [
     "ROOT_BACKFILL_ID_TAG",
     "WILL_RETRY_TAG",
     "error_texts",
+    "hoist_build_node_deps",
     "instigator_ticks",
     "is_running",
     "is_schedule",

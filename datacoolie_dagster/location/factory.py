@@ -22,6 +22,7 @@ from datacoolie_dagster.automation.sensing.sensors import (
 from datacoolie_dagster.automation.sensing.watermark_feed import FileWatermarkFeed
 from datacoolie_dagster.automation.sensing.watermark_sensor import build_watermark_sensor
 from datacoolie_dagster.constants import STAGE
+from datacoolie_dagster.dagster_internal import hoist_build_node_deps
 from datacoolie_dagster.location.assets import RESOURCE_KEY, build_multi_assets, build_table_assets
 from datacoolie_dagster.location.executors import ExecutorSetting, build_executor
 from datacoolie_dagster.location.freshness import stage_freshness
@@ -130,6 +131,8 @@ def _build(
     io_manager: DataCoolieIOManager | None,
     executor: ExecutorSetting | None,
 ) -> dg.Definitions:
+    # Dagster builds the asset job of one multi-asset in time inputs x checks; linear once rewritten
+    hoist_build_node_deps()
     metadata_path, stages = settings.metadata_path, settings.stages
     snapshot = read_snapshot(metadata_path, stages=stages, state_base_path=resource.state_base_path)
     dataflows = snapshot.dataflows

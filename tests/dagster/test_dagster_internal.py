@@ -3,20 +3,28 @@ replacements elsewhere give what the private functions gave (Dagster's own code 
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.dependency import (  # the edges build_node_deps returns
+    BlockingAssetChecksDependencyDefinition,
+    DependencyDefinition,
+)
 from dagster._core.storage.dagster_run import NOT_FINISHED_STATUSES  # the reference
 from dagster._utils.schedules import cron_string_iterator, is_valid_cron_string  # the reference
 
 import datacoolie_dagster
-from datacoolie_dagster import dagster_internal
+from datacoolie_dagster import build_definitions, dagster_internal
 from datacoolie_dagster.automation.schedules import _fires_before_latest, dagster_accepts_cron
 from datacoolie_dagster.commands.backfill import NOT_FINISHED
 from datacoolie_dagster.location.dataflow_settings import ScheduleSettings
+from tests.dagster.conftest import LINEAGE, PARTITIONS, write_metadata
 
 PACKAGE = Path(datacoolie_dagster.__file__).parent
 
@@ -107,3 +115,101 @@ def test_catchup_fires_leave_the_latest_fire_to_the_schedule() -> None:
 )
 def test_cron_check_is_dagsters(cron: str) -> None:
     assert dagster_accepts_cron(cron) == is_valid_cron_string(cron)
+
+
+# --- build_node_deps: the set of checked asset keys built once per assets definition -----------------
+
+
+def _upstream_checks() -> dg.Definitions:
+    """Dagster's own cases of the rewritten branch: an assets definition checking its upstream (its
+    input is then not blocked by the upstream's checks) and a check-only definition with extra deps."""
+
+    @dg.asset(check_specs=[dg.AssetCheckSpec("positive", asset="a", blocking=True)])
+    def a() -> dg.MaterializeResult:
+        return dg.MaterializeResult()
+
+    @dg.multi_asset(
+        specs=[dg.AssetSpec("b", deps=["a"])],
+        check_specs=[dg.AssetCheckSpec("fresh", asset="a", blocking=True)],
+        allow_arbitrary_check_specs=True,
+    )
+    def b() -> Iterator[dg.MaterializeResult]:
+        yield dg.MaterializeResult(asset_key="b")
+
+    @dg.multi_asset(specs=[dg.AssetSpec("c", deps=["a"])])
+    def c() -> Iterator[dg.MaterializeResult]:
+        yield dg.MaterializeResult(asset_key="c")
+
+    @dg.asset_check(asset="c", additional_deps=["a"], blocking=True)
+    def c_rows() -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(passed=True)
+
+    return dg.Definitions(assets=[a, b, c], asset_checks=[c_rows])
+
+
+def _ours(root: Path, fixture: Path, **fields: object) -> dg.Definitions:
+    return build_definitions(write_metadata(root, fixture), state_base_path=root / "state", **fields)
+
+
+@pytest.mark.parametrize(
+    ("build", "blocked"),
+    [
+        (lambda root: _ours(root, LINEAGE), 0),  # one multi-asset: no edge between nodes
+        # a multi-asset per limited stage: each reads the stage before through its blocking checks
+        (lambda root: _ours(root, LINEAGE, max_runs={"bronze2silver": 1, "silver2gold": 2}), 4),
+        (lambda root: _ours(root, PARTITIONS), 0),
+        (lambda root: _upstream_checks(), 2),
+    ],
+    ids=["lineage", "a-multi-asset-per-stage", "partitions", "checks-on-upstreams"],
+)
+def test_the_hoisted_build_node_deps_returns_what_dagsters_returns(
+    tmp_path: Path, build: Callable[[Path], dg.Definitions], blocked: int
+) -> None:
+    assert dagster_internal.hoist_build_node_deps()
+    hoisted = importlib.import_module(dagster_internal.ASSET_JOB_MODULE).build_node_deps
+    graph = build(tmp_path).resolve_asset_graph()
+    deps, handles = hoisted(graph)
+    assert (deps, handles) == hoisted.__wrapped__(graph)
+    assert handles
+    edges = [edge for inputs in deps.values() for edge in inputs.values()]
+    assert sum(isinstance(edge, BlockingAssetChecksDependencyDefinition) for edge in edges) == blocked
+    if blocked == 2:  # Dagster's own case: the exempted input too
+        by_node = {n.name: inputs for n, inputs in deps.items()}
+        assert type(by_node["b"]["a"]) is DependencyDefinition  # b checks a: a's checks do not block it
+        assert isinstance(by_node["c"]["a"], BlockingAssetChecksDependencyDefinition)
+
+
+def test_a_built_code_location_resolves_its_asset_job_with_the_hoisted_loop(tmp_path: Path) -> None:
+    _ours(tmp_path, LINEAGE)
+    build_node_deps = importlib.import_module(dagster_internal.ASSET_JOB_MODULE).build_node_deps
+    assert getattr(build_node_deps, dagster_internal.HOISTED_MARK, False)
+    source = inspect.getsource(build_node_deps.__wrapped__)
+    assert dagster_internal.CHECKED_ASSET_KEYS in source, "Dagster's loop changed: re-read hoist_build_node_deps"
+
+
+def _no_input_loop(assets_def: object) -> set[object]:
+    return {ck.asset_key for ck in assets_def.check_keys}  # type: ignore[attr-defined]
+
+
+def _two_input_loops(assets_defs: list[object], inputs_map: dict[str, object]) -> int:
+    found = 0
+    for assets_def in assets_defs:
+        for _ in inputs_map.items():
+            found += len({ck.asset_key for ck in assets_def.check_keys})  # type: ignore[attr-defined]
+        for _ in inputs_map.items():
+            found += len({ck.asset_key for ck in assets_def.check_keys})  # type: ignore[attr-defined]
+    return found
+
+
+@pytest.mark.parametrize("function", [_no_input_loop, _two_input_loops], ids=["no-input-loop", "two-input-loops"])
+def test_a_function_not_shaped_like_dagsters_is_not_rewritten(function: object) -> None:
+    assert dagster_internal._hoisted(function) is None  # type: ignore[arg-type]
+
+
+def test_another_dagster_keeps_its_own_build_node_deps(monkeypatch: pytest.MonkeyPatch) -> None:
+    module = importlib.import_module(dagster_internal.ASSET_JOB_MODULE)
+    original = getattr(module.build_node_deps, "__wrapped__", module.build_node_deps)
+    monkeypatch.setattr(module, "build_node_deps", original)
+    monkeypatch.setattr(dg, "__version__", "1.99.0")
+    assert not dagster_internal.hoist_build_node_deps()
+    assert module.build_node_deps is original
