@@ -28,14 +28,26 @@ def verify(root: Path, scenarios: Sequence[str], impls: Sequence[str]) -> list[s
     """One line per scenario and implementation: ``ok`` with what was compared, or what differs."""
     lines = []
     for scenario in scenarios:
-        bare = root / "outputs" / scenario / "bare"
+        outputs = root / "outputs" / scenario
         for impl in (i for i in impls if i != "bare"):
-            problems = compare(bare, root / "outputs" / scenario / impl)
+            problems = compare(outputs / "bare", outputs / impl)
+            if impl == "plain" and "ours" in impls:
+                problems += same_columns(outputs / "ours", outputs / "plain")
             lines.append(
                 f"{scenario:17} {impl:11} "
                 + ("; ".join(problems) or "ok: same rows, keys and values in the bare table's columns")
             )
     return lines
+
+
+def same_columns(ours: Path, plain: Path) -> list[str]:
+    """Plain must write the columns ours writes (the seven lineage and system ones included), or it
+    measures less work than ours; empty when it does."""
+    import polars as pl
+
+    ours_columns, plain_columns = (set(pl.scan_delta(str(t)).collect_schema().names()) for t in (ours, plain))
+    lacks, extra = sorted(ours_columns - plain_columns), sorted(plain_columns - ours_columns)
+    return [f"columns differ from ours: plain lacks {lacks}, has {extra} more"] if lacks or extra else []
 
 
 def compare(bare: Path, other: Path) -> list[str]:
