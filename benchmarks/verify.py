@@ -4,7 +4,8 @@ Each implementation's output table of the last timed round is kept under
 ``<root>/outputs/<scenario>/<impl>``. Against the bare job's table it must have the same row count,
 the same key set and, for every data column the bare table has, the same values row by row (by
 key); for merge_upsert that is the final table's content. Lineage and system columns (``__*``) are
-left out: they hold each run's own file paths, times and run ids.
+left out: they hold each run's own file paths, times and run ids. Plain's table must have the columns
+ours has (those seven included): plain is the floor only while it does the same work.
 """
 
 from __future__ import annotations
