@@ -4,7 +4,8 @@ Each implementation's output table of the last timed round is kept under
 ``<root>/outputs/<scenario>/<impl>``. Against the bare job's table it must have the same row count,
 the same key set and, for every data column the bare table has, the same values row by row (by
 key); for merge_upsert that is the final table's content. Lineage and system columns (``__*``) are
-left out: they hold each run's own file paths, times and run ids.
+left out: they hold each run's own file paths, times and run ids. Plain's table must have the columns
+ours has (those seven included): plain is the floor only while it does the same work.
 """
 
 from __future__ import annotations
@@ -28,14 +29,26 @@ def verify(root: Path, scenarios: Sequence[str], impls: Sequence[str]) -> list[s
     """One line per scenario and implementation: ``ok`` with what was compared, or what differs."""
     lines = []
     for scenario in scenarios:
-        bare = root / "outputs" / scenario / "bare"
+        outputs = root / "outputs" / scenario
         for impl in (i for i in impls if i != "bare"):
-            problems = compare(bare, root / "outputs" / scenario / impl)
+            problems = compare(outputs / "bare", outputs / impl)
+            if impl == "plain" and "ours" in impls:
+                problems += same_columns(outputs / "ours", outputs / "plain")
             lines.append(
                 f"{scenario:17} {impl:11} "
                 + ("; ".join(problems) or "ok: same rows, keys and values in the bare table's columns")
             )
     return lines
+
+
+def same_columns(ours: Path, plain: Path) -> list[str]:
+    """Plain must write the columns ours writes (the seven lineage and system ones included), or it
+    measures less work than ours; empty when it does."""
+    import polars as pl
+
+    ours_columns, plain_columns = (set(pl.scan_delta(str(t)).collect_schema().names()) for t in (ours, plain))
+    lacks, extra = sorted(ours_columns - plain_columns), sorted(plain_columns - ours_columns)
+    return [f"columns differ from ours: plain lacks {lacks}, has {extra} more"] if lacks or extra else []
 
 
 def compare(bare: Path, other: Path) -> list[str]:

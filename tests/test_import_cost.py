@@ -168,6 +168,29 @@ def test_reading_a_delta_table_past_a_watermark_loads_no_sql_parser(tmp_path: Pa
     assert sorted(pl.read_delta(str(tmp_path / "lake" / "orders_copy"))["id"].to_list()) == [1, 2, 3]
 
 
+def test_the_csv_tokenizer_loads_for_csv_files_only(tmp_path: Path) -> None:
+    # a parquet or JSON-lines read has no use for the CSV tokenizer's modules (~5 ms a process)
+    import polars as pl
+
+    pl.DataFrame({"id": [1, 2]}).write_parquet(tmp_path / "a.parquet")
+    (tmp_path / "a.csv").write_text("id\n1\n")
+    probe = (
+        "import sys\n"
+        "from datacoolie_core.sources.file import scan_file\n"
+        "def tokenizer():\n"
+        "    return sorted(m for m in ('datacoolie_core.sources.csv_text', 'datacoolie_core.sources.csv_native')"
+        " if m in sys.modules)\n"
+        f"rows = scan_file({str(tmp_path / 'a.parquet')!r}, 'parquet', {{}}, hive=False, label='t').collect().height\n"
+        "print(rows, tokenizer())\n"
+        f"rows = scan_file({str(tmp_path / 'a.csv')!r}, 'csv', {{'header': 'true'}}, hive=False, label='t').collect().height\n"
+        "print(rows, tokenizer())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    parquet, csv = done.stdout.strip().splitlines()
+    assert parquet == "2 []"
+    assert csv == "1 ['datacoolie_core.sources.csv_native', 'datacoolie_core.sources.csv_text']"
+
+
 def test_datacoolie_dagster_and_its_metadata_check_load_no_dagster() -> None:
     # core's validator loads the configure.dagster check (an entry point) for every metadata file
     assert loaded_after("import datacoolie_dagster") == []

@@ -24,6 +24,7 @@ with Python's ``re`` (eagerly, slower) and fed through the same field rules.
 from __future__ import annotations
 
 import codecs
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -58,24 +59,38 @@ def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFr
     here; the header is read here in both cases.
     """
     plan, facts = plan_csv(path, options, label=label)
-    if plan.reader == "native":
-        lines, quoted = pl.LazyFrame({_LINE: [first_line(path)]}, schema={_LINE: pl.String}), plan.quoted
+    if plan.reader == "native":  # a native file has a first line (no blank start: not empty)
+        line, quoted = first_line(path), plan.quoted
     else:
         lines, quoted, options = _lines(path, options, label, facts)
-    first = _collect(lines.head(1), label)
-    if first.height == 0:
-        return None
-    width = _collect(_tokens(first.lazy(), options, quoted), label)[_TOKENS][0].len()
-    placeholders = [f"_c{i}" for i in range(width)]
-    if options.header:
-        names = _names(list(_collect(_fields(first.lazy(), placeholders, options, quoted), label).row(0)))
-        lines = lines.slice(1)
-    else:
-        names = placeholders
+        first = _collect(lines.head(1), label)
+        if first.height == 0:
+            return None
+        line = first[_LINE][0]
+    try:
+        width, names = _first_line_columns(line, options, quoted)
+    except pl.exceptions.PolarsError as e:
+        raise SourceError(f"{label}: cannot read CSV: {e}; check the file and source.read_options") from e
     if plan.reader == "native":
-        return scan_native(path, options, names, quoted=quoted)
+        return scan_native(path, options, list(names), quoted=quoted)
+    lines = lines.slice(1) if options.header else lines
     lines = _apply_mode(lines, width, options, quoted, path, label)
-    return _fields(lines, names, options, quoted)
+    return _fields(lines, list(names), options, quoted)
+
+
+@functools.lru_cache(maxsize=256)
+def _first_line_columns(line: str, options: CsvOptions, quoted: bool) -> tuple[int, tuple[str, ...]]:
+    """The width the first line sets and the column names (its fields with ``header``, else ``_c<i>``).
+
+    Cached on the line: the files of one folder mostly share their header, and each uncached header
+    costs two Polars queries (~2 ms) per file.
+    """
+    first = pl.LazyFrame({_LINE: [line]}, schema={_LINE: pl.String})
+    width = _tokens(first, options, quoted).collect()[_TOKENS][0].len()
+    placeholders = [f"_c{i}" for i in range(width)]
+    if not options.header:
+        return width, tuple(placeholders)
+    return width, tuple(_names(list(_fields(first, placeholders, options, quoted).collect().row(0))))
 
 
 def _fields(lines: pl.LazyFrame, names: list[str], o: CsvOptions, quoted: bool) -> pl.LazyFrame:

@@ -91,6 +91,14 @@ def test_differences_are_named(verify: ModuleType, tmp_path: Path, other: pl.Dat
     assert problem in verify.compare(_table(tmp_path / "bare", BARE), _table(tmp_path / "other", other))
 
 
+def test_a_plain_output_without_ours_lineage_columns_is_named(verify: ModuleType, tmp_path: Path) -> None:
+    ours = _table(tmp_path / "ours", BARE.with_columns(pl.lit("a.parquet").alias("__file_name")))
+    assert verify.same_columns(ours, _table(tmp_path / "plain", BARE)) == [
+        "columns differ from ours: plain lacks ['__file_name'], has [] more"
+    ]
+    assert verify.same_columns(ours, ours) == []
+
+
 def test_dlt_venv_pins_only_the_shared_data_libraries(monkeypatch: pytest.MonkeyPatch) -> None:
     # dlt's own dependencies conflict with pins it does not share with us; the data path must match.
     monkeypatch.syspath_prepend(str(BENCHMARKS))

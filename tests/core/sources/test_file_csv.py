@@ -186,6 +186,18 @@ def test_an_empty_csv_file_is_skipped(tmp_path: Path) -> None:
     assert read(csv_source(tmp_path)) is None
 
 
+def test_each_file_keeps_its_own_header_when_some_share_one(tmp_path: Path) -> None:
+    """The header is parsed once per distinct first line: files that share it and files that do not,
+    quoted or not, each get their own columns."""
+    land(tmp_path, "a.csv", "id,v\n1,x\n", minute=1)
+    land(tmp_path, "b.csv", "id,w\n2,y\n", minute=2)
+    land(tmp_path, "c.csv", "id,v\n3,z\n", minute=3)
+    land(tmp_path, "d.csv", 'id,"v"\n4,"a,b"\n', minute=4)
+    data = business(read_ok(csv_source(tmp_path)).data).sort("id")
+    assert data.columns == ["id", "v", "w"]
+    assert data.rows() == [("1", "x", None), ("2", None, "y"), ("3", "z", None), ("4", "a,b", None)]
+
+
 def test_bad_json_line_names_the_file(tmp_path: Path) -> None:
     land(tmp_path, "a.jsonl", '{"a": 1}\nnot json\n')
     with pytest.raises(SourceError, match=r"cannot read file '.*a.jsonl'"):
