@@ -42,14 +42,20 @@ class SparkAnsiError(TerminalError, ArithmeticError):
         self.error_class = found.group(1) if found else ""
 
     @classmethod
-    def of(cls, error_class: str, detail: str, sql: str, *, ansi: bool = True) -> SparkAnsiError:
+    def of(cls, error_class: str, detail: str, sql: str, *, ansi: bool = True, where: str = "") -> SparkAnsiError:
         """The error of a failing row; ``ansi=False`` for an error Spark raises in either mode (such as
-        an illegal SEQUENCE), which has no error class in Spark 3.5 (``error_class`` empty)."""
+        an illegal SEQUENCE), which has no error class in Spark 3.5 (``error_class`` empty).
+
+        An empty ``error_class`` with ``ansi`` on is an ANSI-only error Spark 3.5 raises without a class
+        (java.time's ``DateTimeException`` of MAKE_DATE); ``where`` names the function that raised.
+        """
+        place = f"in {where} of SQL expression" if where else "in SQL expression"
         if not ansi:
-            return cls(f"{detail} (in SQL expression {sql!r}): Spark stops the query on this row too")
+            return cls(f"{detail} ({place} {sql!r}): Spark stops the query on this row too")
+        prefix = f"[{error_class}] " if error_class else ""
         return cls(
-            f"[{error_class}] {detail} (in SQL expression {sql!r}, {ANSI_SETTING} is on); use TRY_CAST or a "
-            f"try_* function to get NULL instead, or turn {ANSI_SETTING} off"
+            f"{prefix}{detail} ({place} {sql!r}, {ANSI_SETTING} is on); use TRY_CAST or a try_* function to get "
+            f"NULL instead, fix the value, or turn {ANSI_SETTING} off"
         )
 
 
@@ -97,10 +103,14 @@ def guard(
     return guard_all(value, dtype, [(bad, offending, error_class, detail)], sql)
 
 
-def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str, *, ansi: bool = True) -> pl.Expr:
-    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark.
+def guard_all(
+    value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str, *, ansi: bool = True, where: str = ""
+) -> pl.Expr:
+    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark
+    (within a row, the first failing check: list them in the order Spark tests them).
 
-    ``ansi=False``: the checks are errors Spark raises with ANSI mode off too (see :meth:`SparkAnsiError.of`).
+    ``ansi=False``: the checks are errors Spark raises with ANSI mode off too (see :meth:`SparkAnsiError.of`);
+    ``where``: the function whose checks these are, named in the error.
     """
 
     def check(rows: pl.Series) -> pl.Series:
@@ -111,7 +121,7 @@ def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str,
         if firsts:
             row, k = min(firsts)
             shown = frame.get_column(f"offending{k}")[row]
-            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql, ansi=ansi)
+            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql, ansi=ansi, where=where)
         return frame.get_column("value").cast(dtype)
 
     fields = [value.alias("value")]

@@ -6,6 +6,7 @@ generated cast and arithmetic corpus in both modes (tests/core/sql/oracle/test_o
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,37 @@ def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class
         evaluate(sql, ansi=True)
     assert raised.value.error_class == error_class
     assert "spark.sql.ansi.enabled" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("make_date(2024, 2, 29 + i)", "Invalid date 'FEBRUARY 30'"),
+        ("make_date(2023, 2, 28 + i)", "Invalid date 'February 29' as '2023' is not a leap year"),
+        ("make_date(2024, 12 + i, 1)", r"Invalid value for MonthOfYear \(valid values 1 - 12\): 13"),
+        ("make_date(2024, 1, 31 + i)", r"Invalid value for DayOfMonth \(valid values 1 - 28/31\): 32"),
+        ("make_timestamp(2024, 1, 1, 23 + i, 0, 0)", r"Invalid value for HourOfDay \(valid values 0 - 23\): 24"),
+        ("make_timestamp(2024, 1, 1, 0, 59 + i, 0)", r"Invalid value for MinuteOfHour \(valid values 0 - 59\): 60"),
+        ("make_timestamp(2024, 1, 1, 0, 0, i - 2)", r"Invalid value for SecondOfMinute \(valid values 0 - 59\): -1"),
+        ("make_timestamp_ltz(2024, 4, 30 + i, 0, 0, 0, 'Europe/Paris')", "Invalid date 'APRIL 31'"),
+        ("make_timestamp_ntz(2024, 6, 30 + i, 0, 0, 0)", "Invalid date 'JUNE 31'"),
+    ],
+)
+def test_made_dates_with_invalid_fields_raise_java_time_message(sql: str, message: str) -> None:
+    # Spark 3.5 (ANSI on) raises java.time's DateTimeException, which has no error class
+    assert evaluate(sql, ansi=False)[0] is None
+    with pytest.raises(SparkAnsiError, match=rf"^{message} \(in MAKE_[A-Z_]+ of SQL expression") as raised:
+        evaluate(sql, ansi=True)
+    assert raised.value.error_class == ""
+    assert "spark.sql.ansi.enabled is on" in str(raised.value)
+
+
+def test_made_timestamps_take_sixty_seconds_as_the_next_minute_and_refuse_a_fraction_past_it() -> None:
+    expected = [datetime(2024, 1, 1, 0, 1, tzinfo=UTC), datetime(2024, 1, 1, 0, 1, tzinfo=UTC), None]
+    assert evaluate("make_timestamp(2024, 1, 1, 0, 0, 60 + i - i)", ansi=True) == expected
+    with pytest.raises(SparkAnsiError, match=r"^\[INVALID_FRACTION_OF_SECOND\] .*got 60\.5"):
+        evaluate("make_timestamp(2024, 1, 1, 0, 0, 60.5 + i - i)", ansi=True)
+    assert evaluate("make_timestamp(2024, 1, 1, 0, 0, 60.5 + i - i)", ansi=False) == [None, None, None]
 
 
 @pytest.mark.parametrize(

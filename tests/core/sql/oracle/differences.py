@@ -100,11 +100,6 @@ ANSI_DIFFERENCES: dict[str, tuple[Callable[[str], bool], str]] = {
         "with ANSI on, Spark 3.5's PMOD of a DECIMAL raises NUMERIC_VALUE_OUT_OF_RANGE for values that fit "
         "(an intermediate of its own); we give the remainder",
     ),
-    "make-date-fields": (
-        lambda sql: "MAKE_DATE(" in sql.upper() or "MAKE_TIMESTAMP" in sql.upper(),
-        "with ANSI on, Spark 3.5's MAKE_DATE/MAKE_TIMESTAMP raise java.time's DateTimeException (no error "
-        "class) on fields that form no valid date or time; we give NULL as with ANSI off",
-    ),
 }
 
 

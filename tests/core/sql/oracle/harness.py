@@ -307,8 +307,8 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
 
 
 def _message(error: str) -> str:
-    """Our run-time error's message without where it happened (``... (in SQL expression ...``)."""
-    return error.split(" (in SQL expression")[0]
+    """Our run-time error's message without where it happened (``... (in [MAKE_DATE of] SQL expression ...``)."""
+    return re.split(r" \(in (?:\w+ of )?SQL expression", error)[0]
 
 
 def _same(mine: Any, theirs: Any) -> bool:
