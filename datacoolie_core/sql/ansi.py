@@ -132,6 +132,13 @@ def guard_all(
 
 def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType, result: pl.Expr, sql: str) -> pl.Expr:
     """``result`` (the ANSI-off cast of ``source_value``), raising where Spark's ANSI cast raises."""
+    checks = cast_checks(source_value, source, target, result)
+    return guard_all(result, target, checks, sql) if checks else result
+
+
+def cast_checks(source_value: pl.Expr, source: pl.DataType, target: pl.DataType, result: pl.Expr) -> list[Check]:
+    """The rows on which Spark's ANSI ``CAST(source_value AS target)`` raises (``result``: the ANSI-off cast),
+    in the order Spark tests them; empty when the cast cannot fail."""
     failed = source_value.is_not_null() & result.is_null()
     if source == pl.String() and is_integral(target):  # ANSI reads whole numbers only: '1.5' is malformed
         whole = source_value.str.strip_chars(_WHITESPACE).str.contains(r"^[+-]?\d+$")
@@ -140,12 +147,11 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
         number = source_value.str.strip_chars(_WHITESPACE).cast(pl.Float64, strict=False)
         too_wide = f"{{value}} cannot be represented as {spark_name(target)}."
         malformed = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        text_checks: list[Check] = [(failed & number.is_finite(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
-                                    (failed & ~number.is_finite().fill_null(False), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
-        return guard_all(result, target, text_checks, sql)
+        return [(failed & number.is_finite(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
+                (failed & ~number.is_finite().fill_null(False), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
     if source == pl.String() and target != pl.String():
         detail = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        return guard(result, target, failed, source_value, "CAST_INVALID_INPUT", detail, sql)
+        return [(failed, source_value, "CAST_INVALID_INPUT", detail)]
     if isinstance(source, pl.Datetime) and (is_integral(target) or isinstance(target, pl.Decimal)):
         source_value, source = source_value.dt.epoch("us").floordiv(1_000_000), pl.Int64()
     if source in (pl.Float32(), pl.Float64()) and isinstance(target, pl.Datetime):
@@ -154,22 +160,27 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
         )
         wide = source_value.is_finite() & (source_value.abs() >= 9.2e12)
         malformed = f'The value {{value}} of the type "DOUBLE" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        checks: list[Check] = [(wide, source_value, "CAST_OVERFLOW", detail),
-                               (~source_value.is_finite(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
-        return guard_all(result, target, checks, sql)
+        return [(wide, source_value, "CAST_OVERFLOW", detail),
+                (~source_value.is_finite(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
     if is_numeric(source) and is_integral(target):
         narrowed = _out_of_range(source_value, source, target)
         detail = (
             f'The value {{value}} of the type "{spark_name(source)}" cannot be cast to "{spark_name(target)}" '
             "due to an overflow."
         )
-        return guard(result, target, narrowed, source_value, "CAST_OVERFLOW", detail, sql)
+        return [(narrowed, source_value, "CAST_OVERFLOW", detail)]
     if is_numeric(source) and isinstance(target, pl.Decimal):
         if source in (pl.Float32(), pl.Float64()):  # NaN and infinities stay NULL
             failed = failed & source_value.is_finite()
         detail = f"{{value}} cannot be represented as {spark_name(target)}."
-        return guard(result, target, failed, source_value, "NUMERIC_VALUE_OUT_OF_RANGE", detail, sql)
-    return result
+        return [(failed, source_value, "NUMERIC_VALUE_OUT_OF_RANGE", detail)]
+    return []
+
+
+def masked(checks: list[Check], reached: pl.Expr) -> list[Check]:
+    """``checks`` on the rows where ``reached`` is TRUE only: Spark evaluates a CASE branch, an IF side or
+    a COALESCE argument on those rows alone, so a bad value elsewhere raises nothing."""
+    return [(reached.fill_null(False) & bad, shown, error_class, detail) for bad, shown, error_class, detail in checks]
 
 
 _BOUNDS: dict[pl.DataType, int] = {pl.Int8(): 2**7, pl.Int16(): 2**15, pl.Int32(): 2**31, pl.Int64(): 2**63}

@@ -133,17 +133,91 @@ def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None)
     [
         "CAST(DATE'2024-01-01' AS INT)",
         "CAST(true AS TIMESTAMP)",
-        "s + 1",
+        "s + s",
+        "s - NULL",
         "next_day(DATE'2024-01-01', 'xx')",
-        "coalesce(i, s)",
-        "decode(i, 0, 0, 1, 1)",
     ],
-    ids=["date", "bool", "string", "day name", "coalesce string", "decode string null"],
+    ids=["date", "bool", "string + string", "string - null", "day name"],
 )
 def test_casts_spark_refuses_in_ansi_mode_are_refused_at_load(sql: str) -> None:
     compile_expression(sql, schema=FRAME.schema)  # fine with ANSI off
     with pytest.raises(SqlExpressionError, match=r"spark\.sql\.ansi\.enabled"):
         compile_expression(sql, schema=FRAME.schema, ansi=True)
+
+
+WHOLE = pl.DataFrame(
+    {"s": ["1", " 42 ", None], "i": [1, 0, None], "d": [0.5, 2.0, None], "b": [True, False, None]},
+    schema={"s": pl.String, "i": pl.Int32, "d": pl.Float64, "b": pl.Boolean},
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "dtype", "ansi_on", "ansi_off"),
+    [
+        ("s + i", pl.Int64, [2, 42, None], [2.0, 42.0, None]),
+        ("s / 2", pl.Float64, [0.5, 21.0, None], [0.5, 21.0, None]),
+        ("s DIV 2", pl.Int64, [0, 21, None], None),
+        ("s + d", pl.Float64, [1.5, 44.0, None], [1.5, 44.0, None]),
+        ("s = i", pl.Boolean, [True, False, None], [True, False, None]),
+        ("'3000000000' = i", pl.Boolean, [False, False, None], [None, None, None]),
+        ("s IN (1, 42)", pl.Boolean, [True, True, None], [True, False, None]),
+        ("coalesce(s, i)", pl.Int64, [1, 42, None], ["1", " 42 ", None]),
+        ("nvl(i, s)", pl.Int64, [1, 0, None], ["1", "0", None]),
+        ("coalesce(s, d)", pl.Float64, [1.0, 42.0, None], ["1", " 42 ", None]),
+        ("nvl2(i, s, 0)", pl.Int64, [1, 42, 0], ["1", " 42 ", "0"]),
+        ("CASE WHEN b THEN s ELSE i END", pl.Int64, [1, 0, None], ["1", "0", None]),
+        ("if(b, d, s)", pl.Float64, [0.5, 42.0, None], ["0.5", " 42 ", None]),
+        ("decode(i, 1, 2)", pl.Int64, [2, None, None], ["2", None, None]),
+        ("array(s, i)", pl.List(pl.Int64), [[1, 1], [42, 0], [None, None]], [["1", "1"], [" 42 ", "0"], [None, None]]),
+    ],
+)
+def test_a_string_next_to_another_type_is_cast_to_it_in_ansi_mode(
+    sql: str, dtype: pl.DataType, ansi_on: list[Any], ansi_off: list[Any] | None
+) -> None:
+    # Spark 3.5 (AnsiTypeCoercion): a STRING next to an integer is a BIGINT, next to a DOUBLE or DECIMAL a
+    # DOUBLE, next to a DATE a DATE; ANSI off reads it as DOUBLE in arithmetic and casts the rest to STRING
+    compiled = WHOLE.select(compile_expression(sql, schema=WHOLE.schema, ansi=True).alias("r"))["r"]
+    assert compiled.dtype == dtype
+    assert compiled.to_list() == ansi_on
+    if ansi_off is not None:
+        assert WHOLE.select(compile_expression(sql, schema=WHOLE.schema).alias("r"))["r"].to_list() == ansi_off
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("s + 1", "'abc'"),
+        ("coalesce(s, i)", "'abc'"),
+        ("array(i, s)", "'abc'"),
+        ("s = i", "'abc'"),
+        ("CASE WHEN i = 0 THEN s ELSE i END", "'abc'"),
+        ("decode(i, 1, 'one', 2)", "'one'"),
+    ],
+)
+def test_malformed_text_cast_by_ansi_coercion_raises_cast_invalid_input(sql: str, value: str) -> None:
+    with pytest.raises(SparkAnsiError, match=rf"^\[CAST_INVALID_INPUT\] The value {value} .* \"BIGINT\""):
+        evaluate(sql, ansi=True)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CASE WHEN s RLIKE '^[0-9]+$' THEN s ELSE i END",
+        "if(s = 'abc', i, s)",
+        "coalesce(i, s)",
+        "k + s",
+        "s + CAST(NULL AS INT)",
+        "nullif(s, CAST(NULL AS INT))",
+        "if(i = 0, TIMESTAMP'2024-01-01 00:00:00', NULL)",
+    ],
+)
+def test_ansi_casts_raise_only_on_rows_spark_evaluates_them_on(sql: str) -> None:
+    # a CASE branch, an IF side, a later COALESCE argument, the right operand where the left is NULL, an
+    # operand next to a constant NULL (folded away by Spark's optimizer): 'abc' is never cast there
+    frame = pl.DataFrame(
+        {"s": ["1", "abc"], "i": [None, 0], "k": [0, None]}, schema={"s": pl.String, "i": pl.Int32, "k": pl.Int32}
+    )
+    frame.select(compile_expression(sql, schema=frame.schema, ansi=True))
 
 
 def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path: Path) -> None:
