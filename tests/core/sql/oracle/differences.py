@@ -74,7 +74,7 @@ REFUSALS = ("must be a literal", "integer literal", "only a fixed delimiter is s
             "SPLIT with a positive limit is not supported", "ELEMENT_AT index 0 is invalid",
             "with a DecimalFormat pattern", "SLICE start must be a non-zero integer", "ARRAY_JOIN of",
             "of a DOUBLE/FLOAT array is not supported", "is not supported: only integers",
-            "REGEXP_EXTRACT_ALL group", "ARRAY of arrays needs arrays of one element type", "looks outside its match", "can match the empty string", "follows Spark's ANSI type coercion, which is not supported")  # fmt: skip
+            "REGEXP_EXTRACT_ALL group", "ARRAY of arrays needs arrays of one element type", "looks outside its match", "can match the empty string")  # fmt: skip
 """Errors that refuse a form Spark accepts on purpose (docs/sql-functions.md): an argument that must
 be a literal (a pattern, a length, a format) so the expression stays one native Polars expression;
 a SPLIT by a regular expression or with a positive limit; an ELEMENT_AT index 0, which makes Spark stop
