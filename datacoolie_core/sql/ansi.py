@@ -12,7 +12,10 @@ of ``/ % DIV MOD PMOD`` (``DIVIDE_BY_ZERO``). ``TRY_CAST`` and the ``try_*`` fun
 Functions: ``arr[i]`` and ``ELEMENT_AT`` beyond the array (``INVALID_ARRAY_INDEX``,
 ``INVALID_ARRAY_INDEX_IN_ELEMENT_AT``; ``GET`` and ``TRY_ELEMENT_AT`` keep NULL), and ``SIZE`` of a NULL
 array is NULL (not -1); ``ELT`` beyond its strings; ``TO_TIMESTAMP``-style parsing with a pattern
-(``CANNOT_PARSE_TIMESTAMP``); ``ABS``/``ROUND``/``BROUND`` integer overflow. docs/sql-functions.md lists them.
+(``CANNOT_PARSE_TIMESTAMP``); ``ABS``/``ROUND``/``BROUND`` integer overflow; ``MAKE_DATE``/``MAKE_TIMESTAMP``
+of invalid fields (java.time's message, no error class). A STRING next to another type follows Spark's ANSI
+type coercion (:func:`~datacoolie_core.sql.coercion.ansi_string_type`), its cast checked only on the rows
+Spark evaluates it on (:func:`masked`). docs/sql-functions.md lists them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 Spark types are modelled by their natural Polars image: INT->Int32, BIGINT->Int64, DOUBLE->Float64,
 DECIMAL(p,s)->Decimal(p,s), STRING->String, BOOLEAN->Boolean, DATE->Date, TIMESTAMP->Datetime('us',
 'UTC'), TIMESTAMP_NTZ->Datetime('us'), the untyped NULL->Null. The rules below are Spark's
-``TypeCoercion`` (non-ANSI) and ``DecimalPrecision`` rules, restricted to these types.
+``TypeCoercion`` (non-ANSI) and ``DecimalPrecision`` rules, restricted to these types; with ``ansi``,
+``AnsiTypeCoercion``'s for a STRING next to another type (it is cast to that type, not the reverse).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ generated cast and arithmetic corpus in both modes (tests/core/sql/oracle/test_o
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +236,23 @@ def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path:
     assert not lake.has_table("strict")
     assert runtimes["lenient"].exception is None
     assert lake.table("lenient")["per_unit"].to_list() == [-10, None, 30]
+
+
+def test_a_dataflow_with_ansi_on_fails_on_an_invalid_made_date_naming_it_and_writes_nothing(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    transform = {"additional_columns": [{"column": "due", "expression": "make_date(2024, 2, 27 + order_id)"}]}
+    lake.add("strict", transform=transform, configure={"spark.sql.ansi.enabled": "true"})
+    lake.add("lenient", transform=transform)
+    lake.write()
+
+    with DataCoolieDriver(metadata_base_path=lake.metadata_path, log_base_path=lake.logs) as driver:
+        runtimes = {r.dataflow_name: r for r in driver.run().runtimes}
+
+    strict = runtimes["strict"]
+    assert isinstance(strict.exception, SparkAnsiError)
+    assert "Invalid date 'FEBRUARY 30' (in MAKE_DATE of SQL expression" in (strict.error_message or "")
+    assert not lake.has_table("strict")
+    assert lake.table("lenient")["due"].to_list() == [date(2024, 2, 28), date(2024, 2, 29), None]
 
 
 def test_the_setting_is_read_from_the_dataflow_then_its_connections(tmp_path: Path) -> None:
