@@ -21,6 +21,9 @@ Spark evaluates it on (:func:`masked`). docs/sql-functions.md lists them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import polars as pl
@@ -91,6 +94,23 @@ def _extras(connection: Any) -> dict[str, Any] | None:
     return extras if isinstance(extras, dict) else None
 
 
+_REACHED: ContextVar[pl.Expr | None] = ContextVar("datacoolie_sql_reached", default=None)
+
+
+@contextmanager
+def reached_only(rows: pl.Expr) -> Iterator[None]:
+    """Guards built inside check ``rows`` only (within the enclosing ``reached_only``): the rows on which
+    Spark evaluates the value being compiled (the right side of AND where the left is not FALSE, a
+    COALESCE argument where the ones before it are NULL), so a bad value elsewhere raises nothing."""
+    outer = _REACHED.get()
+    rows = rows.fill_null(False)
+    token = _REACHED.set(rows if outer is None else outer & rows)
+    try:
+        yield
+    finally:
+        _REACHED.reset(token)
+
+
 Check = tuple[pl.Expr, pl.Expr, str, str]
 """One ANSI check: (the rows that fail, the value to show, Spark's error class, its message with ``{value}``)."""
 
@@ -115,6 +135,10 @@ def guard_all(
     ``ansi=False``: the checks are errors Spark raises with ANSI mode off too (see :meth:`SparkAnsiError.of`);
     ``where``: the function whose checks these are, named in the error.
     """
+
+    reached = _REACHED.get()
+    if reached is not None:
+        checks = masked(checks, reached)
 
     def check(rows: pl.Series) -> pl.Series:
         frame = rows.struct.unnest()

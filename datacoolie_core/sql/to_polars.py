@@ -20,7 +20,7 @@ import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.sql import operators as op
-from datacoolie_core.sql.ansi import ANSI_SETTING, Check, ansi_refusal, cast_checks, guard_all, masked
+from datacoolie_core.sql.ansi import ANSI_SETTING, Check, ansi_refusal, cast_checks, guard_all, masked, reached_only
 from datacoolie_core.sql.casts import spark_cast
 from datacoolie_core.sql.coercion import CoercionError, common_type, literal_number
 from datacoolie_core.sql.functions import FUNCTION_NAMES, FUNCTION_NODES
@@ -315,8 +315,14 @@ def _not(c: Compiler, node: exp.Not) -> pl.Expr:
 
 
 def _logic(c: Compiler, node: exp.Expression) -> pl.Expr:
-    left, right = op.boolean(c, node), op.boolean(c, node, "expression")
-    return left & right if isinstance(node, exp.And) else left | right
+    conjunction = isinstance(node, exp.And)
+    left = op.boolean(c, node)
+    if not c.ansi:
+        right = op.boolean(c, node, "expression")
+    else:  # Spark reads the right side only where the left one does not decide (not FALSE for AND)
+        with reached_only(left.ne_missing(not conjunction)):
+            right = op.boolean(c, node, "expression")
+    return left & right if conjunction else left | right
 
 
 def _escape(c: Compiler, node: exp.Escape) -> pl.Expr:

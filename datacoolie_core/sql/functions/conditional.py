@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.ansi import guard_all, masked
+from datacoolie_core.sql.ansi import guard_all, masked, reached_only
 from datacoolie_core.sql.coercion import CoercionError, common_type
 from datacoolie_core.sql.functions.math import wider_decimal
 from datacoolie_core.sql.functions.registry import Handler, arity, expr_dtype, number, text
@@ -71,8 +71,20 @@ def _ansi_coalesce(c: Compiler, nodes: list[exp.Expression]) -> pl.Expr:
     return guard_all(coalesced, common, checks, c.text) if checks else coalesced
 
 
+def _compile_in_turn(c: Compiler, nodes: list[exp.Expression]) -> None:
+    """Compile (and so memoize) each argument with its ANSI checks on the rows Spark evaluates it on: where
+    the arguments before it are NULL (``COALESCE(i, CAST(s AS INT))`` casts no ``s`` where ``i`` is set)."""
+    earlier_null = c.compile(nodes[0]).is_null()
+    for node in nodes[1:]:
+        with reached_only(earlier_null):
+            value = c.compile(node)
+        earlier_null = earlier_null & value.is_null()
+
+
 def _coalesce(c: Compiler, node: exp.Coalesce) -> pl.Expr:
     nodes = [node.this, *node.expressions]
+    if c.ansi:
+        _compile_in_turn(c, nodes)
     if c.ansi and c.schema is not None and pl.String() in {c.dtype(e) for e in nodes} and len(nodes) > 1:
         return _ansi_coalesce(c, nodes)
     return pl.coalesce(common_values(c, nodes, "COALESCE"))

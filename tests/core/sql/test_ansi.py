@@ -209,11 +209,15 @@ def test_malformed_text_cast_by_ansi_coercion_raises_cast_invalid_input(sql: str
         "s + CAST(NULL AS INT)",
         "nullif(s, CAST(NULL AS INT))",
         "if(i = 0, TIMESTAMP'2024-01-01 00:00:00', NULL)",
+        "coalesce(i, CAST(s AS INT))",
+        "i = 0 OR CAST(s AS INT) > 0",
+        "i IS NULL AND CAST(s AS INT) > 0",
     ],
 )
 def test_ansi_casts_raise_only_on_rows_spark_evaluates_them_on(sql: str) -> None:
-    # a CASE branch, an IF side, a later COALESCE argument, the right operand where the left is NULL, an
-    # operand next to a constant NULL (folded away by Spark's optimizer): 'abc' is never cast there
+    # a CASE branch, an IF side, a later COALESCE argument, the right operand where the left is NULL, the
+    # right side of OR/AND where the left decides, an operand next to a constant NULL (folded away by
+    # Spark's optimizer): 'abc' is never cast there
     frame = pl.DataFrame(
         {"s": ["1", "abc"], "i": [None, 0], "k": [0, None]}, schema={"s": pl.String, "i": pl.Int32, "k": pl.Int32}
     )

@@ -300,7 +300,9 @@ STRING_CONSTRUCTS = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} % 
                      "CASE WHEN b THEN {a} ELSE {b} END", "IF(i > 0, {a}, {b})", "ARRAY({a}, {b})")  # fmt: skip
 GUARDED_BRANCHES = (f"CASE WHEN {WHOLE_TEXT} THEN n ELSE {{b}} END", f"IF({WHOLE_TEXT}, n, {{b}})",
                     f"IF(NOT {WHOLE_TEXT}, {{b}}, n)", f"CASE WHEN n IS NULL THEN {{b}} WHEN {WHOLE_TEXT} THEN n END",
-                    "COALESCE(i, n, {b})", "COALESCE({b}, n)", f"DECODE({WHOLE_TEXT}, true, n, {{b}})")  # fmt: skip
+                    "COALESCE(i, n, {b})", "COALESCE({b}, n)", f"DECODE({WHOLE_TEXT}, true, n, {{b}})",
+                    f"{WHOLE_TEXT} AND CAST(n AS INT) > {{b}}", f"NOT {WHOLE_TEXT} OR n < {{b}}",
+                    "COALESCE(i, CAST(n AS INT), {b})", "i IS NOT NULL OR CAST(n AS BIGINT) = {b}")  # fmt: skip
 
 
 def string_coercion_cases() -> Iterator[Case]:
