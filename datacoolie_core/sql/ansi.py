@@ -94,17 +94,21 @@ def _extras(connection: Any) -> dict[str, Any] | None:
     return extras if isinstance(extras, dict) else None
 
 
-_REACHED: ContextVar[pl.Expr | None] = ContextVar("datacoolie_sql_reached", default=None)
+_REACHED: ContextVar[tuple[pl.Expr, bool] | None] = ContextVar("datacoolie_sql_reached", default=None)
 
 
 @contextmanager
-def reached_only(rows: pl.Expr) -> Iterator[None]:
+def reached_only(rows: pl.Expr, *, conditional: bool) -> Iterator[None]:
     """Guards built inside check ``rows`` only (within the enclosing ``reached_only``): the rows on which
     Spark evaluates the value being compiled (the right side of AND where the left is not FALSE, a
-    COALESCE argument where the ones before it are NULL), so a bad value elsewhere raises nothing."""
+    COALESCE argument where the ones before it are NULL), so a bad value elsewhere raises nothing.
+
+    ``conditional``: a branch of CASE/IF/COALESCE, which Spark's constant folding leaves alone; elsewhere
+    (AND/OR) it folds a constant that fails, such as ``CAST('x' AS INT)``, and stops the query anyway.
+    """
     outer = _REACHED.get()
     rows = rows.fill_null(False)
-    token = _REACHED.set(rows if outer is None else outer & rows)
+    token = _REACHED.set((rows, conditional) if outer is None else (outer[0] & rows, outer[1] or conditional))
     try:
         yield
     finally:
@@ -138,7 +142,7 @@ def guard_all(
 
     reached = _REACHED.get()
     if reached is not None:
-        checks = masked(checks, reached)
+        checks = masked(checks, reached[0], conditional=reached[1])
 
     def check(rows: pl.Series) -> pl.Series:
         frame = rows.struct.unnest()
@@ -204,10 +208,28 @@ def cast_checks(source_value: pl.Expr, source: pl.DataType, target: pl.DataType,
     return []
 
 
-def masked(checks: list[Check], reached: pl.Expr) -> list[Check]:
+def masked(checks: list[Check], reached: pl.Expr, *, conditional: bool = False) -> list[Check]:
     """``checks`` on the rows where ``reached`` is TRUE only: Spark evaluates a CASE branch, an IF side or
-    a COALESCE argument on those rows alone, so a bad value elsewhere raises nothing."""
-    return [(reached.fill_null(False) & bad, shown, error_class, detail) for bad, shown, error_class, detail in checks]
+    a COALESCE argument (``conditional``), or an operator's right side, on those rows alone.
+
+    Outside a conditional branch, a check of constants that fails is kept on every row: Spark's constant
+    folding evaluates ``'x'`` cast to BIGINT in ``i IS NULL OR n = 'x'`` before any row is read.
+    """
+    return [
+        (bad if not conditional and _always(bad) else reached.fill_null(False) & bad, shown, error_class, detail)
+        for bad, shown, error_class, detail in checks
+    ]
+
+
+def _always(bad: pl.Expr) -> bool:
+    """Whether ``bad`` reads no column and holds (decided at compile time)."""
+    if bad.meta.root_names():
+        return False
+    try:
+        found = pl.select(bad.fill_null(False).alias("bad")).to_series()
+    except Exception:  # a constant Polars cannot evaluate alone: treat it as a column
+        return False
+    return len(found) == 1 and bool(found[0])
 
 
 _BOUNDS: dict[pl.DataType, int] = {pl.Int8(): 2**7, pl.Int16(): 2**15, pl.Int32(): 2**31, pl.Int64(): 2**63}

@@ -320,7 +320,7 @@ def _logic(c: Compiler, node: exp.Expression) -> pl.Expr:
     if not c.ansi:
         right = op.boolean(c, node, "expression")
     else:  # Spark reads the right side only where the left one does not decide (not FALSE for AND)
-        with reached_only(left.ne_missing(not conjunction)):
+        with reached_only(left.ne_missing(not conjunction), conditional=False):
             right = op.boolean(c, node, "expression")
     return left & right if conjunction else left | right
 
@@ -354,7 +354,7 @@ def _branches(c: Compiler, values: list[exp.Expression], reached: list[pl.Expr])
     for value, rows in zip(values, reached, strict=True):
         result, found = c.cast_checked(value, common)
         results.append(result)
-        checks += masked(found, rows)
+        checks += masked(found, rows, conditional=True)
     return results, (common, checks)
 
 

@@ -65,7 +65,7 @@ def _ansi_coalesce(c: Compiler, nodes: list[exp.Expression]) -> pl.Expr:
     for node in nodes:
         value, found = c.cast_checked(node, common)
         values.append(value)
-        checks += masked(found, earlier_null)
+        checks += masked(found, earlier_null, conditional=True)
         earlier_null = earlier_null & c.compile(node).is_null()
     coalesced = pl.coalesce(values)
     return guard_all(coalesced, common, checks, c.text) if checks else coalesced
@@ -76,7 +76,7 @@ def _compile_in_turn(c: Compiler, nodes: list[exp.Expression]) -> None:
     the arguments before it are NULL (``COALESCE(i, CAST(s AS INT))`` casts no ``s`` where ``i`` is set)."""
     earlier_null = c.compile(nodes[0]).is_null()
     for node in nodes[1:]:
-        with reached_only(earlier_null):
+        with reached_only(earlier_null, conditional=True):
             value = c.compile(node)
         earlier_null = earlier_null & value.is_null()
 
