@@ -192,6 +192,7 @@ def test_a_string_next_to_another_type_is_cast_to_it_in_ansi_mode(
         ("s = i", "'abc'"),
         ("CASE WHEN i = 0 THEN s ELSE i END", "'abc'"),
         ("decode(i, 1, 'one', 2)", "'one'"),
+        ("i IS NOT NULL OR i = 'x'", "'x'"),  # a constant: Spark's constant folding raises before any row
     ],
 )
 def test_malformed_text_cast_by_ansi_coercion_raises_cast_invalid_input(sql: str, value: str) -> None:
