@@ -12,12 +12,18 @@ of ``/ % DIV MOD PMOD`` (``DIVIDE_BY_ZERO``). ``TRY_CAST`` and the ``try_*`` fun
 Functions: ``arr[i]`` and ``ELEMENT_AT`` beyond the array (``INVALID_ARRAY_INDEX``,
 ``INVALID_ARRAY_INDEX_IN_ELEMENT_AT``; ``GET`` and ``TRY_ELEMENT_AT`` keep NULL), and ``SIZE`` of a NULL
 array is NULL (not -1); ``ELT`` beyond its strings; ``TO_TIMESTAMP``-style parsing with a pattern
-(``CANNOT_PARSE_TIMESTAMP``); ``ABS``/``ROUND``/``BROUND`` integer overflow. docs/sql-functions.md lists them.
+(``CANNOT_PARSE_TIMESTAMP``); ``ABS``/``ROUND``/``BROUND`` integer overflow; ``MAKE_DATE``/``MAKE_TIMESTAMP``
+of invalid fields (java.time's message, no error class). A STRING next to another type follows Spark's ANSI
+type coercion (:func:`~datacoolie_core.sql.coercion.ansi_string_type`), its cast checked only on the rows
+Spark evaluates it on (:func:`masked`). docs/sql-functions.md lists them.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import polars as pl
@@ -42,14 +48,20 @@ class SparkAnsiError(TerminalError, ArithmeticError):
         self.error_class = found.group(1) if found else ""
 
     @classmethod
-    def of(cls, error_class: str, detail: str, sql: str, *, ansi: bool = True) -> SparkAnsiError:
+    def of(cls, error_class: str, detail: str, sql: str, *, ansi: bool = True, where: str = "") -> SparkAnsiError:
         """The error of a failing row; ``ansi=False`` for an error Spark raises in either mode (such as
-        an illegal SEQUENCE), which has no error class in Spark 3.5 (``error_class`` empty)."""
+        an illegal SEQUENCE), which has no error class in Spark 3.5 (``error_class`` empty).
+
+        An empty ``error_class`` with ``ansi`` on is an ANSI-only error Spark 3.5 raises without a class
+        (java.time's ``DateTimeException`` of MAKE_DATE); ``where`` names the function that raised.
+        """
+        place = f"in {where} of SQL expression" if where else "in SQL expression"
         if not ansi:
-            return cls(f"{detail} (in SQL expression {sql!r}): Spark stops the query on this row too")
+            return cls(f"{detail} ({place} {sql!r}): Spark stops the query on this row too")
+        prefix = f"[{error_class}] " if error_class else ""
         return cls(
-            f"[{error_class}] {detail} (in SQL expression {sql!r}, {ANSI_SETTING} is on); use TRY_CAST or a "
-            f"try_* function to get NULL instead, or turn {ANSI_SETTING} off"
+            f"{prefix}{detail} ({place} {sql!r}, {ANSI_SETTING} is on); use TRY_CAST or a try_* function to get "
+            f"NULL instead, fix the value, or turn {ANSI_SETTING} off"
         )
 
 
@@ -82,6 +94,27 @@ def _extras(connection: Any) -> dict[str, Any] | None:
     return extras if isinstance(extras, dict) else None
 
 
+_REACHED: ContextVar[tuple[pl.Expr, bool] | None] = ContextVar("datacoolie_sql_reached", default=None)
+
+
+@contextmanager
+def reached_only(rows: pl.Expr, *, conditional: bool) -> Iterator[None]:
+    """Guards built inside check ``rows`` only (within the enclosing ``reached_only``): the rows on which
+    Spark evaluates the value being compiled (the right side of AND where the left is not FALSE, a
+    COALESCE argument where the ones before it are NULL), so a bad value elsewhere raises nothing.
+
+    ``conditional``: a branch of CASE/IF/COALESCE, which Spark's constant folding leaves alone; elsewhere
+    (AND/OR) it folds a constant that fails, such as ``CAST('x' AS INT)``, and stops the query anyway.
+    """
+    outer = _REACHED.get()
+    rows = rows.fill_null(False)
+    token = _REACHED.set((rows, conditional) if outer is None else (outer[0] & rows, outer[1] or conditional))
+    try:
+        yield
+    finally:
+        _REACHED.reset(token)
+
+
 Check = tuple[pl.Expr, pl.Expr, str, str]
 """One ANSI check: (the rows that fail, the value to show, Spark's error class, its message with ``{value}``)."""
 
@@ -97,11 +130,19 @@ def guard(
     return guard_all(value, dtype, [(bad, offending, error_class, detail)], sql)
 
 
-def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str, *, ansi: bool = True) -> pl.Expr:
-    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark.
+def guard_all(
+    value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str, *, ansi: bool = True, where: str = ""
+) -> pl.Expr:
+    """:func:`guard` for several checks: the first failing row decides which error is raised, as in Spark
+    (within a row, the first failing check: list them in the order Spark tests them).
 
-    ``ansi=False``: the checks are errors Spark raises with ANSI mode off too (see :meth:`SparkAnsiError.of`).
+    ``ansi=False``: the checks are errors Spark raises with ANSI mode off too (see :meth:`SparkAnsiError.of`);
+    ``where``: the function whose checks these are, named in the error.
     """
+
+    reached = _REACHED.get()
+    if reached is not None:
+        checks = masked(checks, reached[0], conditional=reached[1])
 
     def check(rows: pl.Series) -> pl.Series:
         frame = rows.struct.unnest()
@@ -111,7 +152,7 @@ def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str,
         if firsts:
             row, k = min(firsts)
             shown = frame.get_column(f"offending{k}")[row]
-            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql, ansi=ansi)
+            raise SparkAnsiError.of(checks[k][2], checks[k][3].format(value=shown), sql, ansi=ansi, where=where)
         return frame.get_column("value").cast(dtype)
 
     fields = [value.alias("value")]
@@ -122,6 +163,13 @@ def guard_all(value: pl.Expr, dtype: pl.DataType, checks: list[Check], sql: str,
 
 def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType, result: pl.Expr, sql: str) -> pl.Expr:
     """``result`` (the ANSI-off cast of ``source_value``), raising where Spark's ANSI cast raises."""
+    checks = cast_checks(source_value, source, target, result)
+    return guard_all(result, target, checks, sql) if checks else result
+
+
+def cast_checks(source_value: pl.Expr, source: pl.DataType, target: pl.DataType, result: pl.Expr) -> list[Check]:
+    """The rows on which Spark's ANSI ``CAST(source_value AS target)`` raises (``result``: the ANSI-off cast),
+    in the order Spark tests them; empty when the cast cannot fail."""
     failed = source_value.is_not_null() & result.is_null()
     if source == pl.String() and is_integral(target):  # ANSI reads whole numbers only: '1.5' is malformed
         whole = source_value.str.strip_chars(_WHITESPACE).str.contains(r"^[+-]?\d+$")
@@ -130,12 +178,11 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
         number = source_value.str.strip_chars(_WHITESPACE).cast(pl.Float64, strict=False)
         too_wide = f"{{value}} cannot be represented as {spark_name(target)}."
         malformed = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        text_checks: list[Check] = [(failed & number.is_finite(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
-                                    (failed & ~number.is_finite().fill_null(False), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
-        return guard_all(result, target, text_checks, sql)
+        return [(failed & number.is_finite(), source_value, "NUMERIC_VALUE_OUT_OF_RANGE", too_wide),
+                (failed & ~number.is_finite().fill_null(False), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
     if source == pl.String() and target != pl.String():
         detail = f'The value \'{{value}}\' of the type "STRING" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        return guard(result, target, failed, source_value, "CAST_INVALID_INPUT", detail, sql)
+        return [(failed, source_value, "CAST_INVALID_INPUT", detail)]
     if isinstance(source, pl.Datetime) and (is_integral(target) or isinstance(target, pl.Decimal)):
         source_value, source = source_value.dt.epoch("us").floordiv(1_000_000), pl.Int64()
     if source in (pl.Float32(), pl.Float64()) and isinstance(target, pl.Datetime):
@@ -144,22 +191,45 @@ def checked_cast(source_value: pl.Expr, source: pl.DataType, target: pl.DataType
         )
         wide = source_value.is_finite() & (source_value.abs() >= 9.2e12)
         malformed = f'The value {{value}} of the type "DOUBLE" cannot be cast to "{spark_name(target)}" because it is malformed.'
-        checks: list[Check] = [(wide, source_value, "CAST_OVERFLOW", detail),
-                               (~source_value.is_finite(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
-        return guard_all(result, target, checks, sql)
+        return [(wide, source_value, "CAST_OVERFLOW", detail),
+                (~source_value.is_finite(), source_value, "CAST_INVALID_INPUT", malformed)]  # fmt: skip
     if is_numeric(source) and is_integral(target):
         narrowed = _out_of_range(source_value, source, target)
         detail = (
             f'The value {{value}} of the type "{spark_name(source)}" cannot be cast to "{spark_name(target)}" '
             "due to an overflow."
         )
-        return guard(result, target, narrowed, source_value, "CAST_OVERFLOW", detail, sql)
+        return [(narrowed, source_value, "CAST_OVERFLOW", detail)]
     if is_numeric(source) and isinstance(target, pl.Decimal):
         if source in (pl.Float32(), pl.Float64()):  # NaN and infinities stay NULL
             failed = failed & source_value.is_finite()
         detail = f"{{value}} cannot be represented as {spark_name(target)}."
-        return guard(result, target, failed, source_value, "NUMERIC_VALUE_OUT_OF_RANGE", detail, sql)
-    return result
+        return [(failed, source_value, "NUMERIC_VALUE_OUT_OF_RANGE", detail)]
+    return []
+
+
+def masked(checks: list[Check], reached: pl.Expr, *, conditional: bool = False) -> list[Check]:
+    """``checks`` on the rows where ``reached`` is TRUE only: Spark evaluates a CASE branch, an IF side or
+    a COALESCE argument (``conditional``), or an operator's right side, on those rows alone.
+
+    Outside a conditional branch, a check of constants that fails is kept on every row: Spark's constant
+    folding evaluates ``'x'`` cast to BIGINT in ``i IS NULL OR n = 'x'`` before any row is read.
+    """
+    return [
+        (bad if not conditional and _always(bad) else reached.fill_null(False) & bad, shown, error_class, detail)
+        for bad, shown, error_class, detail in checks
+    ]
+
+
+def _always(bad: pl.Expr) -> bool:
+    """Whether ``bad`` reads no column and holds (decided at compile time)."""
+    if bad.meta.root_names():
+        return False
+    try:
+        found = pl.select(bad.fill_null(False).alias("bad")).to_series()
+    except Exception:  # a constant Polars cannot evaluate alone: treat it as a column
+        return False
+    return len(found) == 1 and bool(found[0])
 
 
 _BOUNDS: dict[pl.DataType, int] = {pl.Int8(): 2**7, pl.Int16(): 2**15, pl.Int32(): 2**31, pl.Int64(): 2**63}

@@ -3,7 +3,8 @@
 Spark types are modelled by their natural Polars image: INT->Int32, BIGINT->Int64, DOUBLE->Float64,
 DECIMAL(p,s)->Decimal(p,s), STRING->String, BOOLEAN->Boolean, DATE->Date, TIMESTAMP->Datetime('us',
 'UTC'), TIMESTAMP_NTZ->Datetime('us'), the untyped NULL->Null. The rules below are Spark's
-``TypeCoercion`` (non-ANSI) and ``DecimalPrecision`` rules, restricted to these types.
+``TypeCoercion`` (non-ANSI) and ``DecimalPrecision`` rules, restricted to these types; with ``ansi``,
+``AnsiTypeCoercion``'s for a STRING next to another type (it is cast to that type, not the reverse).
 """
 
 from __future__ import annotations
@@ -82,6 +83,25 @@ def wider(left: pl.DataType, right: pl.DataType) -> pl.DataType:
     return max(left, right, key=_INTEGRAL.index)
 
 
+def ansi_arithmetic_operands(op: str, left: pl.DataType, right: pl.DataType) -> tuple[pl.DataType, pl.DataType]:
+    """The operand types of ``op`` once ANSI mode has cast a STRING operand (``PromoteStrings``): to
+    BIGINT next to an integer, to DOUBLE next to a DOUBLE or DECIMAL.
+
+    Raises:
+        CoercionError: a STRING next to a STRING, a NULL or a non-number (Spark's analyzer refuses it).
+    """
+    if pl.String() not in (left, right):
+        return left, right
+    other = right if left == pl.String() else left
+    if not is_numeric(other):
+        raise CoercionError(
+            f"'{op}' of {spark_name(left)} and {spark_name(right)}: with spark.sql.ansi.enabled on, Spark casts "
+            f"a STRING operand to the other operand's type only when that is a number"
+        )
+    promoted = ansi_string_type(other) or other
+    return (promoted, right) if left == pl.String() else (left, promoted)
+
+
 def numeric_operands(op: str, left: pl.DataType | None, right: pl.DataType | None) -> pl.DataType:
     """The type both operands of ``op`` (+ - * / % DIV) are cast to before computing.
 
@@ -125,8 +145,35 @@ def decimal_result(op: str, left: pl.Decimal, right: pl.Decimal) -> pl.Decimal:
     return bounded(min(p1 - s1, p2 - s2) + scale, scale)
 
 
-def comparison_type(left: pl.DataType | None, right: pl.DataType | None) -> pl.DataType | None:
-    """The type both sides of a comparison are cast to (Spark's ``findCommonTypeForBinaryComparison``).
+def ansi_string_type(other: pl.DataType) -> pl.DataType | None:
+    """The type a STRING meets ``other`` (not a STRING) in with ANSI on (``AnsiTypeCoercion.findWiderTypeForString``).
+
+    The STRING is cast to it (an ANSI cast: malformed text raises): an integer makes it BIGINT, a
+    DOUBLE or DECIMAL makes it DOUBLE, a NULL leaves it STRING, a BOOLEAN, DATE or TIMESTAMP makes it
+    that type; ``None``: no common type (an array).
+    """
+    if is_integral(other):
+        return pl.Int64()
+    if is_numeric(other):
+        return pl.Float64()
+    if is_null(other):
+        return pl.String()
+    if other in (pl.Boolean(), pl.Date()) or isinstance(other, pl.Datetime):
+        return other
+    return None
+
+
+def _ansi_with_string(left: pl.DataType, right: pl.DataType) -> pl.DataType:
+    other = right if left == pl.String() else left
+    promoted = ansi_string_type(other)
+    if promoted is None:
+        raise CoercionError(f"STRING and {spark_name(other)} have no common type")
+    return promoted
+
+
+def comparison_type(left: pl.DataType | None, right: pl.DataType | None, *, ansi: bool = False) -> pl.DataType | None:
+    """The type both sides of a comparison are cast to (Spark's ``findCommonTypeForBinaryComparison``;
+    ``ansi``: ``AnsiTypeCoercion``'s, where a STRING next to an integer is read as BIGINT).
 
     ``None`` when the types are unknown (validation without a schema): compare as they are.
     """
@@ -136,6 +183,8 @@ def comparison_type(left: pl.DataType | None, right: pl.DataType | None) -> pl.D
         return left
     if is_null(left) or is_null(right):
         return right if is_null(left) else left
+    if ansi and pl.String() in (left, right):
+        return _ansi_with_string(left, right)
     if is_numeric(left) and is_numeric(right):
         return wider(left, right)
     if pl.String() in (left, right):
@@ -149,17 +198,25 @@ def comparison_type(left: pl.DataType | None, right: pl.DataType | None) -> pl.D
     raise CoercionError(f"cannot compare {spark_name(left)} with {spark_name(right)}")
 
 
-def common_type(types: list[pl.DataType | None]) -> pl.DataType | None:
-    """The type of CASE/IF/COALESCE/IN branches (Spark's ``findWiderCommonType``)."""
+def common_type(types: list[pl.DataType | None], *, ansi: bool = False) -> pl.DataType | None:
+    """The type of CASE/IF/COALESCE/IN branches (Spark's ``findWiderCommonType``).
+
+    ``ansi``: ``AnsiTypeCoercion``'s, which takes the STRING types first and casts a STRING to the
+    other type (:func:`ansi_string_type`) where ANSI off casts the other type to STRING.
+    """
     known = [t for t in types if t is not None]
     if len(known) != len(types):
         return None
+    if ansi:  # Spark folds the STRING types first, then the rest
+        known = [t for t in known if t == pl.String()] + [t for t in known if t != pl.String()]
     result: pl.DataType = pl.Null()
     for dtype in known:
         if is_null(result) or is_null(dtype) or result == dtype:
             result = result if is_null(dtype) else dtype
         elif is_numeric(result) and is_numeric(dtype):
             result = wider(result, dtype)
+        elif ansi and pl.String() in (result, dtype):
+            result = _ansi_with_string(result, dtype)
         elif pl.String() in (result, dtype) and pl.Boolean() not in (result, dtype):
             result = pl.String()
         elif {type(result), type(dtype)} <= {pl.Date, pl.Datetime}:

@@ -20,6 +20,7 @@ from datacoolie_core.sql import ansi
 from datacoolie_core.sql.casts import spark_cast
 from datacoolie_core.sql.coercion import (
     CoercionError,
+    ansi_arithmetic_operands,
     as_decimal,
     common_type,
     comparison_type,
@@ -63,38 +64,79 @@ def arithmetic_of(
             _literal_decimal(left_node, left_type, right_type),
             _literal_decimal(right_node, right_type, left_type),
         )
-    if c.ansi and not all(is_numeric(t) or is_null(t) for t in (left_type, right_type)):
-        raise SqlExpressionError(
-            f"with spark.sql.ansi.enabled on, '{op}' of {spark_name(left_type)} and {spark_name(right_type)} follows "
-            f"Spark's ANSI type coercion, which is not supported; CAST the operands to numbers (in {c.text!r})"
-        )
-    left, right = (c.compile(left_node), left_type), (c.compile(right_node), right_type)
+    checks: list[ansi.Check] = []
+    if c.ansi:
+        left, right, checks = _ansi_operands(c, op, (left_node, left_type), (right_node, right_type))
+    else:
+        left, right = (c.compile(left_node), left_type), (c.compile(right_node), right_type)
     result = binary_numeric(c, op, left, right)
     if c.ansi and guarded and c.schema is not None:
-        return ansi_arithmetic(c, op, left, right, result)
+        return ansi_arithmetic(c, op, left, right, result, checks)
     return result
 
 
+def _ansi_operands(
+    c: Compiler, op: str, left: tuple[exp.Expression, pl.DataType], right: tuple[exp.Expression, pl.DataType]
+) -> tuple[tuple[pl.Expr, pl.DataType], tuple[pl.Expr, pl.DataType], list[ansi.Check]]:
+    """The operands of ``op`` in ANSI mode and the checks of their casts: a STRING is cast to BIGINT next to
+    an integer, to DOUBLE next to a DOUBLE or DECIMAL (Spark's ``AnsiTypeCoercion.PromoteStrings``)."""
+    try:
+        types = ansi_arithmetic_operands(op, left[1], right[1])
+    except CoercionError as e:
+        raise SqlExpressionError(f"{e} (in {c.text!r})") from None
+    (left_value, left_checks), (right_value, right_checks) = (
+        c.cast_checked(node, promoted) if dtype == pl.String() else (c.compile(node), [])
+        for (node, dtype), promoted in zip((left, right), types, strict=True)
+    )
+    checks = operand_checks(c, (left[0], left_value, left_checks), (right[0], right_value, right_checks))
+    return (left_value, types[0]), (right_value, types[1]), checks
+
+
+Operand = tuple[exp.Expression, pl.Expr, list[ansi.Check]]
+"""An operand's node, its value cast to the operator's type, and the ANSI checks of that cast."""
+
+
+def operand_checks(c: Compiler, left: Operand, right: Operand, *, null_safe: bool = False) -> list[ansi.Check]:
+    """The cast checks of a binary operator's operands, on the rows Spark evaluates each: the left always,
+    the right where the left is not NULL; none when a side is a constant NULL (folded to NULL first).
+    ``null_safe`` (``<=>``): both sides always, a NULL folds nothing."""
+    if null_safe:
+        return [*left[2], *right[2]]
+    if c.constant_null(left[0]) or c.constant_null(right[0]):
+        return []
+    return [*left[2], *ansi.masked(right[2], left[1].is_not_null())]
+
+
 def ansi_arithmetic(
-    c: Compiler, op: str, left: tuple[pl.Expr, pl.DataType], right: tuple[pl.Expr, pl.DataType], result: pl.Expr
+    c: Compiler,
+    op: str,
+    left: tuple[pl.Expr, pl.DataType],
+    right: tuple[pl.Expr, pl.DataType],
+    result: pl.Expr,
+    first: list[ansi.Check] | None = None,
 ) -> pl.Expr:
-    """``result``, raising where Spark's ANSI mode raises: a zero divisor, an integer or decimal overflow."""
+    """``result``, raising where Spark's ANSI mode raises: a zero divisor, an integer or decimal overflow.
+
+    ``first``: the checks of the operands' casts, which Spark meets first on a row (one guard keeps the
+    row order: the first failing row decides the error).
+    """
     dtype = pl.LazyFrame(schema=c.schema).select(result.alias("r")).collect_schema()["r"]
     both = left[0].is_not_null() & right[0].is_not_null()
+    checks = list(first or [])
     if op in ("/", "%", "DIV", "PMOD"):
         divisor = right[0] if is_numeric(right[1]) else spark_cast(right[0], right[1], pl.Float64())
-        return ansi.guard(result, dtype, both & (divisor == 0), left[0], "DIVIDE_BY_ZERO", "Division by zero.", c.text)
-    if is_integral(dtype):
+        checks.append((both & (divisor == 0), left[0], "DIVIDE_BY_ZERO", "Division by zero."))
+    elif is_integral(dtype):
         exact = _apply(op, left[0].cast(pl.Int128), right[0].cast(pl.Int128), pl.Int128())
         overflow = both & (exact != result.cast(pl.Int128))
         detail = (
             f"{'integer' if dtype != pl.Int64() else 'long'} overflow ({{value}} does not fit {spark_name(dtype)})."
         )
-        return ansi.guard(result, dtype, overflow, exact, "ARITHMETIC_OVERFLOW", detail, c.text)
-    if isinstance(dtype, pl.Decimal):
+        checks.append((overflow, exact, "ARITHMETIC_OVERFLOW", detail))
+    elif isinstance(dtype, pl.Decimal):
         detail = f"The result of {{value}} {op} ... cannot be represented as {spark_name(dtype)}."
-        return ansi.guard(result, dtype, both & result.is_null(), left[0], "NUMERIC_VALUE_OUT_OF_RANGE", detail, c.text)
-    return result
+        checks.append((both & result.is_null(), left[0], "NUMERIC_VALUE_OUT_OF_RANGE", detail))
+    return ansi.guard_all(result, dtype, checks, c.text) if checks else result
 
 
 def _date_plus_days(
@@ -274,11 +316,12 @@ def _interval(c: Compiler, value: exp.Expression, interval: exp.Interval, sign: 
 
 def comparison(op: Callable[[pl.Expr, pl.Expr], pl.Expr], *, equality: bool = False) -> Handler:
     """``= <> < <= > >= <=>``: both sides cast to Spark's common comparison type."""
-    return lambda c, n: op(*coerced_pair(c, n.this, n.args["expression"], equality=equality))
+    null_safe = op in (pl.Expr.eq_missing, pl.Expr.ne_missing)
+    return lambda c, n: op(*coerced_pair(c, n.this, n.args["expression"], equality=equality, null_safe=null_safe))
 
 
 def coerced_pair(
-    c: Compiler, left: exp.Expression, right: exp.Expression, *, equality: bool = False
+    c: Compiler, left: exp.Expression, right: exp.Expression, *, equality: bool = False, null_safe: bool = False
 ) -> tuple[pl.Expr, pl.Expr]:
     """Both operands cast to the type Spark compares them in.
 
@@ -296,11 +339,17 @@ def coerced_pair(
                 return pair
             return c.cast(left, other), c.cast(right, other)  # type: ignore[arg-type]
     try:
-        common = comparison_type(left_type, right_type)
+        common = comparison_type(left_type, right_type, ansi=c.ansi)
     except CoercionError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
     if common is None or is_null(common):
         return c.compile(left), c.compile(right)
+    if c.ansi and pl.String() in (left_type, right_type):  # the STRING's cast raises on the rows Spark reads
+        (left_value, left_checks), (right_value, right_checks) = (c.cast_checked(n, common) for n in (left, right))
+        checks = operand_checks(
+            c, (left, left_value, left_checks), (right, right_value, right_checks), null_safe=null_safe
+        )
+        return (ansi.guard_all(left_value, common, checks, c.text) if checks else left_value), right_value
     return c.cast(left, common), c.cast(right, common)
 
 
@@ -373,11 +422,19 @@ def in_list(c: Compiler, node: exp.In) -> pl.Expr:
     if not values:
         raise SqlExpressionError(f"IN needs a list of values (in {c.text!r})")
     try:
-        common = common_type([c.dtype(node.this), *(c.dtype(v) for v in values)])
+        common = common_type([c.dtype(node.this), *(c.dtype(v) for v in values)], ansi=c.ansi)
     except CoercionError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
     if common is None or is_null(common):
         subject, items = c.compile(node.this), [c.compile(v) for v in values]
+    elif c.ansi and not c.constant_null(node.this):  # the items are read where the value is not NULL
+        subject, first = c.cast_checked(node.this, common)
+        casts = [c.cast_checked(v, common) for v in values]
+        items = [item for item, _ in casts]
+        checks = first + ansi.masked([check for _, found in casts for check in found], subject.is_not_null())
+        subject = ansi.guard_all(subject, common, checks, c.text) if checks else subject
+    elif c.ansi:  # NULL IN (...): Spark folds it to NULL, casting nothing
+        subject, items = c.compile(node.this).cast(common), [c.cast_checked(v, common)[0] for v in values]
     else:
         subject, items = c.cast(node.this, common), [c.cast(v, common) for v in values]
     result = subject == items[0]
@@ -399,7 +456,7 @@ def is_(c: Compiler, node: exp.Is) -> pl.Expr:
     if isinstance(target, exp.Null):
         return c.arg(node).is_null()
     if isinstance(target, exp.Boolean):  # Spark: x IS TRUE is x <=> TRUE
-        return pl.Expr.eq_missing(*coerced_pair(c, node.this, target, equality=True))
+        return pl.Expr.eq_missing(*coerced_pair(c, node.this, target, equality=True, null_safe=True))
     raise SqlExpressionError(f"IS {target.sql(dialect='spark')} is not supported (in {c.text!r})")
 
 

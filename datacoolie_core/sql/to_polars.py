@@ -20,7 +20,7 @@ import polars as pl
 from sqlglot import exp
 
 from datacoolie_core.sql import operators as op
-from datacoolie_core.sql.ansi import ANSI_SETTING, ansi_refusal, checked_cast
+from datacoolie_core.sql.ansi import ANSI_SETTING, Check, ansi_refusal, cast_checks, guard_all, masked, reached_only
 from datacoolie_core.sql.casts import spark_cast
 from datacoolie_core.sql.coercion import CoercionError, common_type, literal_number
 from datacoolie_core.sql.functions import FUNCTION_NAMES, FUNCTION_NODES
@@ -162,23 +162,42 @@ class Compiler:
 
     def cast(self, node: exp.Expression, dtype: pl.DataType, *, guarded: bool = True) -> pl.Expr:
         """``node`` cast to ``dtype`` with Spark's CAST semantics (``guarded``: raising in ANSI mode)."""
+        result, checks = self.cast_checked(node, dtype, ansi=None if guarded else False)
+        return guard_all(result, dtype, checks, self.text) if checks else result
+
+    def cast_checked(
+        self, node: exp.Expression, dtype: pl.DataType, *, ansi: bool | None = None
+    ) -> tuple[pl.Expr, list[Check]]:
+        """``node`` cast to ``dtype`` as ANSI off casts it, and the ANSI checks of that cast (none with ANSI off).
+
+        For a cast Spark evaluates on some rows only (a CASE branch): mask the checks (:func:`masked`).
+        """
         value, source = self.compile(node), self.dtype(node)
         try:
             result = spark_cast(value, source, dtype)
         except CoercionError as e:
             raise SqlExpressionError(f"{e} (in {self.text!r})") from None
-        if self.ansi and guarded and source is not None and source != dtype:
-            refused = ansi_refusal(source, dtype)
-            if refused:
-                raise SqlExpressionError(f"{refused} with {ANSI_SETTING} on (in {self.text!r})")
-            # '-9223372036854775808L' is the negation of a BIGINT literal that alone would not fit
-            if not (
-                isinstance(node, exp.Literal)
-                and isinstance(node.parent, exp.Cast)
-                and isinstance(node.parent.parent, exp.Neg)
-            ):
-                return checked_cast(value, source, dtype, result, self.text)
-        return result
+        if not (self.ansi if ansi is None else ansi) or source is None or source == dtype:
+            return result, []
+        refused = ansi_refusal(source, dtype)
+        if refused:
+            raise SqlExpressionError(f"{refused} with {ANSI_SETTING} on (in {self.text!r})")
+        # '-9223372036854775808L' is the negation of a BIGINT literal that alone would not fit
+        if (
+            isinstance(node, exp.Literal)
+            and isinstance(node.parent, exp.Cast)
+            and isinstance(node.parent.parent, exp.Neg)
+        ):
+            return result, []
+        checks = cast_checks(value, source, dtype, result)
+        # a constant that casts fine needs no check (Polars masks a branch's computed values, not its
+        # literals, so the check of TIMESTAMP'2024-01-01 00:00:00' would fail on rows a CASE does not take)
+        return result, [] if checks and _never_fails(checks) else checks
+
+    def constant_null(self, node: exp.Expression) -> bool:
+        """Whether ``node`` reads no column and is NULL: Spark's optimizer folds an operator over it to NULL
+        before anything is evaluated (``s + CAST(NULL AS INT)`` casts nothing)."""
+        return _constant(self.compile(node)) == (True, None)
 
     def column(self, node: exp.Column) -> pl.Expr:
         name = node.name
@@ -223,6 +242,23 @@ class Compiler:
         if isinstance(node, exp.Literal) and node.is_string:
             return str(node.this)
         raise SqlExpressionError(f"expected a string literal, got {node.sql() if node else None!r} (in {self.text!r})")
+
+
+def _constant(value: pl.Expr) -> tuple[bool, Any]:
+    """``(True, v)`` when ``value`` reads no column and evaluates to the one value ``v``, else ``(False, None)``."""
+    if value.meta.root_names():
+        return False, None
+    try:
+        found = pl.select(value.alias("v")).to_series()
+    except Exception:  # a constant Polars cannot evaluate alone: treat it as a column
+        return False, None
+    return (True, found[0]) if len(found) == 1 else (False, None)
+
+
+def _never_fails(checks: list[Check]) -> bool:
+    """Whether checks over constants hold on no row (decided once, at compile time)."""
+    failing = _constant(pl.any_horizontal([bad.fill_null(False) for bad, _, _, _ in checks]))
+    return failing == (True, False)
 
 
 @functools.lru_cache(maxsize=64)
@@ -279,8 +315,14 @@ def _not(c: Compiler, node: exp.Not) -> pl.Expr:
 
 
 def _logic(c: Compiler, node: exp.Expression) -> pl.Expr:
-    left, right = op.boolean(c, node), op.boolean(c, node, "expression")
-    return left & right if isinstance(node, exp.And) else left | right
+    conjunction = isinstance(node, exp.And)
+    left = op.boolean(c, node)
+    if not c.ansi:
+        right = op.boolean(c, node, "expression")
+    else:  # Spark reads the right side only where the left one does not decide (not FALSE for AND)
+        with reached_only(left.ne_missing(not conjunction), conditional=False):
+            right = op.boolean(c, node, "expression")
+    return left & right if conjunction else left | right
 
 
 def _escape(c: Compiler, node: exp.Escape) -> pl.Expr:
@@ -296,15 +338,33 @@ def _escape(c: Compiler, node: exp.Escape) -> pl.Expr:
     return op.like(c, replaced)
 
 
-def _branches(c: Compiler, values: list[exp.Expression]) -> list[pl.Expr]:
-    """CASE/IF results cast to their common type (Spark's ``findWiderCommonType``)."""
+def _branches(c: Compiler, values: list[exp.Expression], reached: list[pl.Expr]) -> tuple[list[pl.Expr], Guard]:
+    """CASE/IF results cast to their common type (Spark's ``findWiderCommonType``, ANSI's with ANSI on).
+
+    ``reached[k]``: the rows on which Spark evaluates ``values[k]``; an ANSI cast raises there only.
+    Returns the results and the guard to put on the whole construct (:func:`_guarded`).
+    """
     try:
-        common = common_type([c.dtype(v) for v in values])
+        common = common_type([c.dtype(v) for v in values], ansi=c.ansi)
     except CoercionError as e:
         raise SqlExpressionError(f"{e} (in {c.text!r})") from None
     if common is None:
-        return [c.compile(v) for v in values]
-    return [c.cast(v, common) for v in values]
+        return [c.compile(v) for v in values], (pl.Null(), [])
+    results, checks = [], []
+    for value, rows in zip(values, reached, strict=True):
+        result, found = c.cast_checked(value, common)
+        results.append(result)
+        checks += masked(found, rows, conditional=True)
+    return results, (common, checks)
+
+
+Guard = tuple[pl.DataType, list[Check]]
+"""The type of a construct's result and the ANSI checks of its implicit casts."""
+
+
+def _guarded(c: Compiler, result: pl.Expr, guard: Guard) -> pl.Expr:
+    dtype, checks = guard
+    return guard_all(result, dtype, checks, c.text) if checks else result
 
 
 def _case(c: Compiler, node: exp.Case) -> pl.Expr:
@@ -315,20 +375,28 @@ def _case(c: Compiler, node: exp.Case) -> pl.Expr:
         c.allow_args(branch, "this", "true")
     subject = node.args.get("this")
     default = node.args.get("default") or exp.Null()
-    results = _branches(c, [*(b.args["true"] for b in ifs), default])
+    conditions = [
+        pl.Expr.__eq__(*op.coerced_pair(c, subject, branch.this))
+        if subject is not None
+        else op.boolean(c, branch, strict=True)
+        for branch in ifs
+    ]
+    reached, earlier = [], pl.lit(False)
+    for condition in conditions:  # a branch is evaluated where its condition is the first TRUE one
+        reached.append(~earlier & condition.fill_null(False))
+        earlier = earlier | condition.fill_null(False)
+    results, guard = _branches(c, [*(b.args["true"] for b in ifs), default], [*reached, ~earlier])
     chain: Any = pl
-    for branch, result in zip(ifs, results, strict=False):
-        if subject is not None:
-            condition = pl.Expr.__eq__(*op.coerced_pair(c, subject, branch.this))
-        else:
-            condition = op.boolean(c, branch, strict=True)
+    for condition, result in zip(conditions, results, strict=False):
         chain = chain.when(condition).then(result)
-    return chain.otherwise(results[-1])
+    return _guarded(c, chain.otherwise(results[-1]), guard)
 
 
 def _if(c: Compiler, node: exp.If) -> pl.Expr:
-    true, false = _branches(c, [node.args["true"], node.args.get("false") or exp.Null()])
-    return pl.when(op.boolean(c, node)).then(true).otherwise(false)
+    condition = op.boolean(c, node)
+    taken = condition.fill_null(False)
+    (true, false), guard = _branches(c, [node.args["true"], node.args.get("false") or exp.Null()], [taken, ~taken])
+    return _guarded(c, pl.when(condition).then(true).otherwise(false), guard)
 
 
 def _cast(c: Compiler, node: exp.Cast) -> pl.Expr:

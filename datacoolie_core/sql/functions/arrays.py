@@ -197,15 +197,9 @@ def _array(c: Compiler, node: exp.Array) -> pl.Expr:
             f"them to one type (in {c.text!r})"
         )
     try:
-        common = common_type(types)
+        common = common_type(types, ansi=c.ansi)  # ANSI: ARRAY(s, i) is an ARRAY<BIGINT>, s cast raising
     except CoercionError as e:
         raise SqlExpressionError(f"ARRAY elements: {e} (in {c.text!r})") from None
-    known = {t for t in types if t is not None and t != pl.Null()}
-    if c.ansi and pl.String() in known and len(known) > 1:
-        raise SqlExpressionError(
-            f"ARRAY of a STRING and another type follows Spark's ANSI type coercion, which is not supported with "
-            f"spark.sql.ansi.enabled on; CAST the elements to one type (in {c.text!r})"
-        )
     if isinstance(common, pl.List):  # concat_list would concatenate arrays: wrap each in a struct first
         nested = [pl.struct(c.compile(e).cast(common).alias("v")) for e in elements]
         return pl.concat_list(nested).list.eval(pl.element().struct.field("v"))

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard_all, masked, reached_only
+from datacoolie_core.sql.coercion import CoercionError, common_type
 from datacoolie_core.sql.functions.math import wider_decimal
 from datacoolie_core.sql.functions.registry import Handler, arity, expr_dtype, number, text
 from datacoolie_core.sql.parse import SqlExpressionError
@@ -29,12 +31,6 @@ def _kind(dtype: pl.DataType | None) -> str:
     return "string" if dtype == pl.String else str(dtype)
 
 
-_ANSI_COERCION = (
-    "{name} of a STRING and another type ({types}) follows Spark's ANSI type coercion, which is not supported "
-    "with spark.sql.ansi.enabled on; CAST the arguments to one type (in {sql!r})"
-)
-
-
 def common_values(c: Compiler, nodes: list[exp.Expression], name: str) -> list[pl.Expr]:
     """The arguments in Spark's common type: numbers widen, a STRING turns all into strings.
 
@@ -46,8 +42,6 @@ def common_values(c: Compiler, nodes: list[exp.Expression], name: str) -> list[p
     kinds = {_kind(t) for t in dtypes} - {"null"}
     if c.schema is None or (len(kinds) <= 1 and kinds != {"number"}):
         return values
-    if "string" in kinds and c.ansi:
-        raise SqlExpressionError(_ANSI_COERCION.format(name=name, types=", ".join(str(t) for t in dtypes), sql=c.text))
     if "string" in kinds and kinds <= {"string", "number", "temporal"}:
         return [text(c, e) for e in nodes]
     if kinds == {"number"}:
@@ -58,8 +52,42 @@ def common_values(c: Compiler, nodes: list[exp.Expression], name: str) -> list[p
     )
 
 
+def _ansi_coalesce(c: Compiler, nodes: list[exp.Expression]) -> pl.Expr:
+    """COALESCE with ANSI on and a STRING among other types: all in ANSI's common type (``COALESCE(s, i)`` is a
+    BIGINT), an argument's cast raising only on rows that reach it (the ones before it are NULL)."""
+    try:
+        common = common_type([c.dtype(e) for e in nodes], ansi=True)
+    except CoercionError as e:
+        raise SqlExpressionError(f"COALESCE: {e} (in {c.text!r})") from None
+    if common is None:  # without a schema (validation): nothing to cast
+        return pl.coalesce([c.compile(e) for e in nodes])
+    values, checks, earlier_null = [], [], pl.lit(True)
+    for node in nodes:
+        value, found = c.cast_checked(node, common)
+        values.append(value)
+        checks += masked(found, earlier_null, conditional=True)
+        earlier_null = earlier_null & c.compile(node).is_null()
+    coalesced = pl.coalesce(values)
+    return guard_all(coalesced, common, checks, c.text) if checks else coalesced
+
+
+def _compile_in_turn(c: Compiler, nodes: list[exp.Expression]) -> None:
+    """Compile (and so memoize) each argument with its ANSI checks on the rows Spark evaluates it on: where
+    the arguments before it are NULL (``COALESCE(i, CAST(s AS INT))`` casts no ``s`` where ``i`` is set)."""
+    earlier_null = c.compile(nodes[0]).is_null()
+    for node in nodes[1:]:
+        with reached_only(earlier_null, conditional=True):
+            value = c.compile(node)
+        earlier_null = earlier_null & value.is_null()
+
+
 def _coalesce(c: Compiler, node: exp.Coalesce) -> pl.Expr:
-    return pl.coalesce(common_values(c, [node.this, *node.expressions], "COALESCE"))
+    nodes = [node.this, *node.expressions]
+    if c.ansi:
+        _compile_in_turn(c, nodes)
+    if c.ansi and c.schema is not None and pl.String() in {c.dtype(e) for e in nodes} and len(nodes) > 1:
+        return _ansi_coalesce(c, nodes)
+    return pl.coalesce(common_values(c, nodes, "COALESCE"))
 
 
 def _nullif(c: Compiler, node: exp.Nullif) -> pl.Expr:
@@ -102,14 +130,8 @@ def _decode(c: Compiler, node: exp.DecodeCase) -> pl.Expr:
         exp.If(this=exp.NullSafeEQ(this=subject.copy(), expression=search.copy()), true=result.copy())
         for search, result in zip(pairs[::2], pairs[1::2], strict=True)
     ]
-    # without a default Spark adds a NULL of type STRING, which makes the result a string (ANSI off)
-    if c.ansi and c.schema is not None:
-        kinds = {_kind(c.dtype(result)) for result in pairs[1::2]}
-        kinds |= {_kind(c.dtype(default))} if default is not None else {"string"}
-        kinds -= {"null"}
-        if "string" in kinds and len(kinds) > 1:
-            types = ", ".join(sorted(kinds))
-            raise SqlExpressionError(_ANSI_COERCION.format(name="DECODE", types=types, sql=c.text))
+    # without a default Spark adds a NULL of type STRING, which makes the result a string with ANSI off
+    # (and, with ANSI on, casts STRING results to the others' type: DECODE(i, 1, 2) is a BIGINT)
     otherwise = default.copy() if default is not None else exp.Cast(this=exp.Null(), to=exp.DataType.build("STRING"))
     return c.compile(exp.Case(ifs=ifs, default=otherwise))
 

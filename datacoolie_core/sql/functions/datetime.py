@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
-from datacoolie_core.sql.functions import intervals, timestamps, timezones
+from datacoolie_core.sql.ansi import guard_all
+from datacoolie_core.sql.functions import calendar_fields, intervals, timestamps, timezones
 from datacoolie_core.sql.functions.registry import Handler, arity, cast, dtype, literal, number
 from datacoolie_core.sql.parse import SqlExpressionError
 
@@ -175,7 +176,11 @@ def _date_trunc(c: Compiler, node: exp.TimestampTrunc) -> pl.Expr:
 
 def _make_date(c: Compiler, node: exp.Anonymous) -> pl.Expr:
     year, month, day = (number(c, a, "INT") for a in arity(c, node, 3))
-    return timestamps.make_date(year, month, day)
+    made = timestamps.make_date(year, month, day)
+    if not c.ansi:
+        return made
+    checks = calendar_fields.only_where_given(calendar_fields.date_checks(year, month, day), [year, month, day])
+    return guard_all(made, pl.Date(), checks, c.text, where="MAKE_DATE")
 
 
 NODES: dict[type[exp.Expression], Handler] = {

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import polars as pl
 from sqlglot import exp
 
+from datacoolie_core.sql.ansi import guard_all
+from datacoolie_core.sql.functions import calendar_fields
 from datacoolie_core.sql.functions.registry import Handler, dtype, number
 from datacoolie_core.sql.functions.rounding import round_double
 from datacoolie_core.sql.functions.timestamps import as_timestamp, local_to_utc, make_date, zone_name
@@ -25,6 +27,7 @@ _MICROS = {"MICROSECOND": 1, "MILLISECOND": 1_000, "SECOND": 1_000_000, "MINUTE"
            "HOUR": 3_600_000_000, "DAY": 86_400_000_000, "DAYOFYEAR": 86_400_000_000,
            "WEEK": 7 * 86_400_000_000}  # fmt: skip
 _MONTHS = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+_MICROS_PER_SECOND = 1_000_000
 
 
 def _unit(c: Compiler, node: exp.Expression) -> str:
@@ -78,8 +81,9 @@ def timestamp_diff(c: Compiler, node: exp.Expression) -> pl.Expr:
     return (slots[1] - slots[0]).truncdiv(32).truncdiv(_MONTHS[unit])
 
 
-def make_timestamp(c: Compiler, node: exp.TimestampFromParts) -> pl.Expr:
-    """MAKE_TIMESTAMP(y, mo, d, h, mi, sec[, zone]): NULL for an invalid field (ANSI off)."""
+def make_timestamp(c: Compiler, node: exp.TimestampFromParts, name: str = "MAKE_TIMESTAMP") -> pl.Expr:
+    """MAKE_TIMESTAMP(y, mo, d, h, mi, sec[, zone]): NULL for an invalid field (ANSI off), java.time's
+    error with ANSI on (:mod:`~datacoolie_core.sql.functions.calendar_fields`); ``name`` as spelled."""
     keys = ("year", "month", "day", "hour", "min", "sec")
     if any(node.args.get(k) is None for k in keys):
         raise SqlExpressionError(f"MAKE_TIMESTAMP takes 6 or 7 arguments (in {c.text!r})")
@@ -91,7 +95,16 @@ def make_timestamp(c: Compiler, node: exp.TimestampFromParts) -> pl.Expr:
     wall = day_start + pl.duration(hours=hour, minutes=minute, microseconds=micros)
     zone = node.args.get("nano")  # sqlglot keeps the 7th argument (the time zone) under this key
     stamp = wall.dt.replace_time_zone("UTC") if zone is None else local_to_utc(wall, zone_name(c, zone))
-    return pl.when(valid).then(stamp).otherwise(pl.lit(None, dtype=pl.Datetime("us", "UTC")))
+    made = pl.when(valid).then(stamp).otherwise(pl.lit(None, dtype=pl.Datetime("us", "UTC")))
+    if not c.ansi:
+        return made
+    # Spark reads the seconds as DECIMAL(16,6) (an ANSI cast: too wide raises) and their micros as an INT
+    seconds = c.cast(node.args["sec"], pl.Decimal(16, 6))
+    whole_micros = calendar_fields.as_int((seconds * pl.lit(Decimal(_MICROS_PER_SECOND))).cast(pl.Int64))
+    fields = (year, month, day, hour, minute)
+    checks = calendar_fields.timestamp_checks(fields, whole_micros)
+    checks = calendar_fields.only_where_given(checks, [*fields, seconds])
+    return guard_all(made, pl.Datetime("us", "UTC"), checks, c.text, where=name)
 
 
 def _micros(c: Compiler, node: exp.Expression) -> pl.Expr:

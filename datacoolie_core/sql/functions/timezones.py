@@ -62,7 +62,7 @@ def _make(*, wall: bool) -> Handler:
         given = arity(c, node, 6, 6 if wall else 7)
         keys = ("year", "month", "day", "hour", "min", "sec", "nano")
         parts = exp.TimestampFromParts(**{k: v.copy() for k, v in zip(keys, given, strict=False)})
-        stamp = intervals.make_timestamp(c, parts)
+        stamp = intervals.make_timestamp(c, parts, str(node.name).upper())
         return stamp.dt.replace_time_zone(None) if wall else stamp
 
     return handler

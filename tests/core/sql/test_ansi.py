@@ -6,6 +6,7 @@ generated cast and arithmetic corpus in both modes (tests/core/sql/oracle/test_o
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,37 @@ def test_a_bad_row_raises_spark_error_class_with_the_value(sql: str, error_class
 
 
 @pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        ("make_date(2024, 2, 29 + i)", "Invalid date 'FEBRUARY 30'"),
+        ("make_date(2023, 2, 28 + i)", "Invalid date 'February 29' as '2023' is not a leap year"),
+        ("make_date(2024, 12 + i, 1)", r"Invalid value for MonthOfYear \(valid values 1 - 12\): 13"),
+        ("make_date(2024, 1, 31 + i)", r"Invalid value for DayOfMonth \(valid values 1 - 28/31\): 32"),
+        ("make_timestamp(2024, 1, 1, 23 + i, 0, 0)", r"Invalid value for HourOfDay \(valid values 0 - 23\): 24"),
+        ("make_timestamp(2024, 1, 1, 0, 59 + i, 0)", r"Invalid value for MinuteOfHour \(valid values 0 - 59\): 60"),
+        ("make_timestamp(2024, 1, 1, 0, 0, i - 2)", r"Invalid value for SecondOfMinute \(valid values 0 - 59\): -1"),
+        ("make_timestamp_ltz(2024, 4, 30 + i, 0, 0, 0, 'Europe/Paris')", "Invalid date 'APRIL 31'"),
+        ("make_timestamp_ntz(2024, 6, 30 + i, 0, 0, 0)", "Invalid date 'JUNE 31'"),
+    ],
+)
+def test_made_dates_with_invalid_fields_raise_java_time_message(sql: str, message: str) -> None:
+    # Spark 3.5 (ANSI on) raises java.time's DateTimeException, which has no error class
+    assert evaluate(sql, ansi=False)[0] is None
+    with pytest.raises(SparkAnsiError, match=rf"^{message} \(in MAKE_[A-Z_]+ of SQL expression") as raised:
+        evaluate(sql, ansi=True)
+    assert raised.value.error_class == ""
+    assert "spark.sql.ansi.enabled is on" in str(raised.value)
+
+
+def test_made_timestamps_take_sixty_seconds_as_the_next_minute_and_refuse_a_fraction_past_it() -> None:
+    expected = [datetime(2024, 1, 1, 0, 1, tzinfo=UTC), datetime(2024, 1, 1, 0, 1, tzinfo=UTC), None]
+    assert evaluate("make_timestamp(2024, 1, 1, 0, 0, 60 + i - i)", ansi=True) == expected
+    with pytest.raises(SparkAnsiError, match=r"^\[INVALID_FRACTION_OF_SECOND\] .*got 60\.5"):
+        evaluate("make_timestamp(2024, 1, 1, 0, 0, 60.5 + i - i)", ansi=True)
+    assert evaluate("make_timestamp(2024, 1, 1, 0, 0, 60.5 + i - i)", ansi=False) == [None, None, None]
+
+
+@pytest.mark.parametrize(
     ("sql", "ansi_off"),
     [
         ("CAST(s AS INT)", [1, None, None]),
@@ -101,17 +133,96 @@ def test_try_functions_keep_null_in_ansi_mode(sql: str, value: list[Any] | None)
     [
         "CAST(DATE'2024-01-01' AS INT)",
         "CAST(true AS TIMESTAMP)",
-        "s + 1",
+        "s + s",
+        "s - NULL",
         "next_day(DATE'2024-01-01', 'xx')",
-        "coalesce(i, s)",
-        "decode(i, 0, 0, 1, 1)",
     ],
-    ids=["date", "bool", "string", "day name", "coalesce string", "decode string null"],
+    ids=["date", "bool", "string + string", "string - null", "day name"],
 )
 def test_casts_spark_refuses_in_ansi_mode_are_refused_at_load(sql: str) -> None:
     compile_expression(sql, schema=FRAME.schema)  # fine with ANSI off
     with pytest.raises(SqlExpressionError, match=r"spark\.sql\.ansi\.enabled"):
         compile_expression(sql, schema=FRAME.schema, ansi=True)
+
+
+WHOLE = pl.DataFrame(
+    {"s": ["1", " 42 ", None], "i": [1, 0, None], "d": [0.5, 2.0, None], "b": [True, False, None]},
+    schema={"s": pl.String, "i": pl.Int32, "d": pl.Float64, "b": pl.Boolean},
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "dtype", "ansi_on", "ansi_off"),
+    [
+        ("s + i", pl.Int64, [2, 42, None], [2.0, 42.0, None]),
+        ("s / 2", pl.Float64, [0.5, 21.0, None], [0.5, 21.0, None]),
+        ("s DIV 2", pl.Int64, [0, 21, None], None),
+        ("s + d", pl.Float64, [1.5, 44.0, None], [1.5, 44.0, None]),
+        ("s = i", pl.Boolean, [True, False, None], [True, False, None]),
+        ("'3000000000' = i", pl.Boolean, [False, False, None], [None, None, None]),
+        ("s IN (1, 42)", pl.Boolean, [True, True, None], [True, False, None]),
+        ("coalesce(s, i)", pl.Int64, [1, 42, None], ["1", " 42 ", None]),
+        ("nvl(i, s)", pl.Int64, [1, 0, None], ["1", "0", None]),
+        ("coalesce(s, d)", pl.Float64, [1.0, 42.0, None], ["1", " 42 ", None]),
+        ("nvl2(i, s, 0)", pl.Int64, [1, 42, 0], ["1", " 42 ", "0"]),
+        ("CASE WHEN b THEN s ELSE i END", pl.Int64, [1, 0, None], ["1", "0", None]),
+        ("if(b, d, s)", pl.Float64, [0.5, 42.0, None], ["0.5", " 42 ", None]),
+        ("decode(i, 1, 2)", pl.Int64, [2, None, None], ["2", None, None]),
+        ("array(s, i)", pl.List(pl.Int64), [[1, 1], [42, 0], [None, None]], [["1", "1"], [" 42 ", "0"], [None, None]]),
+    ],
+)
+def test_a_string_next_to_another_type_is_cast_to_it_in_ansi_mode(
+    sql: str, dtype: pl.DataType, ansi_on: list[Any], ansi_off: list[Any] | None
+) -> None:
+    # Spark 3.5 (AnsiTypeCoercion): a STRING next to an integer is a BIGINT, next to a DOUBLE or DECIMAL a
+    # DOUBLE, next to a DATE a DATE; ANSI off reads it as DOUBLE in arithmetic and casts the rest to STRING
+    compiled = WHOLE.select(compile_expression(sql, schema=WHOLE.schema, ansi=True).alias("r"))["r"]
+    assert compiled.dtype == dtype
+    assert compiled.to_list() == ansi_on
+    if ansi_off is not None:
+        assert WHOLE.select(compile_expression(sql, schema=WHOLE.schema).alias("r"))["r"].to_list() == ansi_off
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("s + 1", "'abc'"),
+        ("coalesce(s, i)", "'abc'"),
+        ("array(i, s)", "'abc'"),
+        ("s = i", "'abc'"),
+        ("CASE WHEN i = 0 THEN s ELSE i END", "'abc'"),
+        ("decode(i, 1, 'one', 2)", "'one'"),
+        ("i IS NOT NULL OR i = 'x'", "'x'"),  # a constant: Spark's constant folding raises before any row
+    ],
+)
+def test_malformed_text_cast_by_ansi_coercion_raises_cast_invalid_input(sql: str, value: str) -> None:
+    with pytest.raises(SparkAnsiError, match=rf"^\[CAST_INVALID_INPUT\] The value {value} .* \"BIGINT\""):
+        evaluate(sql, ansi=True)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CASE WHEN s RLIKE '^[0-9]+$' THEN s ELSE i END",
+        "if(s = 'abc', i, s)",
+        "coalesce(i, s)",
+        "k + s",
+        "s + CAST(NULL AS INT)",
+        "nullif(s, CAST(NULL AS INT))",
+        "if(i = 0, TIMESTAMP'2024-01-01 00:00:00', NULL)",
+        "coalesce(i, CAST(s AS INT))",
+        "i = 0 OR CAST(s AS INT) > 0",
+        "i IS NULL AND CAST(s AS INT) > 0",
+    ],
+)
+def test_ansi_casts_raise_only_on_rows_spark_evaluates_them_on(sql: str) -> None:
+    # a CASE branch, an IF side, a later COALESCE argument, the right operand where the left is NULL, the
+    # right side of OR/AND where the left decides, an operand next to a constant NULL (folded away by
+    # Spark's optimizer): 'abc' is never cast there
+    frame = pl.DataFrame(
+        {"s": ["1", "abc"], "i": [None, 0], "k": [0, None]}, schema={"s": pl.String, "i": pl.Int32, "k": pl.Int32}
+    )
+    frame.select(compile_expression(sql, schema=frame.schema, ansi=True))
 
 
 def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path: Path) -> None:
@@ -130,6 +241,23 @@ def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path:
     assert not lake.has_table("strict")
     assert runtimes["lenient"].exception is None
     assert lake.table("lenient")["per_unit"].to_list() == [-10, None, 30]
+
+
+def test_a_dataflow_with_ansi_on_fails_on_an_invalid_made_date_naming_it_and_writes_nothing(tmp_path: Path) -> None:
+    lake = Lake(tmp_path)
+    transform = {"additional_columns": [{"column": "due", "expression": "make_date(2024, 2, 27 + order_id)"}]}
+    lake.add("strict", transform=transform, configure={"spark.sql.ansi.enabled": "true"})
+    lake.add("lenient", transform=transform)
+    lake.write()
+
+    with DataCoolieDriver(metadata_base_path=lake.metadata_path, log_base_path=lake.logs) as driver:
+        runtimes = {r.dataflow_name: r for r in driver.run().runtimes}
+
+    strict = runtimes["strict"]
+    assert isinstance(strict.exception, SparkAnsiError)
+    assert "Invalid date 'FEBRUARY 30' (in MAKE_DATE of SQL expression" in (strict.error_message or "")
+    assert not lake.has_table("strict")
+    assert lake.table("lenient")["due"].to_list() == [date(2024, 2, 28), date(2024, 2, 29), None]
 
 
 def test_the_setting_is_read_from_the_dataflow_then_its_connections(tmp_path: Path) -> None:

@@ -215,6 +215,11 @@ DATETIME = [
     "localtimestamp() > TIMESTAMP_NTZ'2020-01-01 00:00:00'",
     "timestamp_seconds(d)", "timestamp_seconds(1.5D)", "make_date(2024, 2, 29)", "make_date(2023, 2, 29)",
     "make_date(2000 + j, 1, 1)", "make_date(2024, j, 1)", "make_date(2024, 1, j)", "make_date(NULL, 1, 1)",
+    # each calendar and clock field at its last valid value and past it (ANSI on: java.time's error)
+    *expand("make_date({y}, {mo}, {d})", y=("2023", "2024", "j"), mo=("0", "2", "4", "12", "13"),
+            d=("0", "29", "30", "31", "32")),
+    *expand("make_timestamp(2024, 12, 31, {h}, {mi}, {s})", "make_timestamp_ntz(2023, 2, 28, {h}, {mi}, {s})",
+            h=("23", "24", "-1"), mi=("59", "60"), s=("59.999999", "60", "60.000001", "61")),
     "unix_timestamp() > 0", "current_date() > DATE'2020-01-01'", "current_timestamp() > TIMESTAMP'2020-01-01 00:00:00'",
     "now() > TIMESTAMP'2020-01-01 00:00:00'", "curdate() > DATE'2020-01-01'",
 ]  # fmt: skip

@@ -289,9 +289,40 @@ def case_mapping_cases() -> Iterator[Case]:
         yield Case(f"{function}({text})", origin=f"non-ASCII case mapping {function}")
 
 
+# strings whose text is a whole number, a decimal, a date, a boolean or none of these: with ANSI on, Spark
+# casts a STRING next to another type to that type (BIGINT next to an integer), raising on malformed text
+ANSI_STRINGS = ("CAST(i AS STRING)", "n", "s", "'12'", "' 42 '", "'1.5'", "'2024-02-29'", "'true'")
+# Spark evaluates a CASE branch, an IF side or a COALESCE argument only on the rows that reach it
+WHOLE_TEXT = "n RLIKE '^ *-?[0-9]+ *$'"
+STRING_CONSTRUCTS = ("{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} % {b}", "{a} DIV {b}", "{a} = {b}",
+                     "{a} < {b}", "{a} <=> {b}", "{a} IN ({b}, 7)", "COALESCE({a}, {b})", "NVL({a}, {b})",
+                     "IFNULL({a}, {b})", "NVL2({a}, {b}, NULL)", "NULLIF({a}, {b})", "DECODE(i, 1, {a}, {b})",
+                     "CASE WHEN b THEN {a} ELSE {b} END", "IF(i > 0, {a}, {b})", "ARRAY({a}, {b})")  # fmt: skip
+GUARDED_BRANCHES = (f"CASE WHEN {WHOLE_TEXT} THEN n ELSE {{b}} END", f"IF({WHOLE_TEXT}, n, {{b}})",
+                    f"IF(NOT {WHOLE_TEXT}, {{b}}, n)", f"CASE WHEN n IS NULL THEN {{b}} WHEN {WHOLE_TEXT} THEN n END",
+                    "COALESCE(i, n, {b})", "COALESCE({b}, n)", f"DECODE({WHOLE_TEXT}, true, n, {{b}})",
+                    f"{WHOLE_TEXT} AND CAST(n AS INT) > {{b}}", f"NOT {WHOLE_TEXT} OR n < {{b}}",
+                    "COALESCE(i, CAST(n AS INT), {b})", "i IS NOT NULL OR CAST(n AS BIGINT) = {b}")  # fmt: skip
+
+
+def string_coercion_cases() -> Iterator[Case]:
+    """A STRING meeting every other kind in each construct that coerces operands (both orders), and
+    branches that hold malformed text on rows Spark never evaluates them on."""
+    others = tuple(value for kind in KINDS if kind != "string" for value in FEW[kind])
+    crossed = [
+        Case(construct.format(a=a, b=b), origin=f"string coercion {construct.split('(')[0] or construct}")
+        for construct in STRING_CONSTRUCTS
+        for string, other in itertools.product(ANSI_STRINGS, others)
+        for a, b in ((string, other), (other, string))
+    ]
+    yield from sample(crossed, 900, seed=29)
+    for branch, other in itertools.product(GUARDED_BRANCHES, ("i", "l", "d", "m", "dt", "NULL", "'x'")):
+        yield Case(branch.format(b=other), origin="string coercion on the rows reached")
+
+
 GENERATORS = (arithmetic_cases, comparison_cases, logic_cases, predicate_cases, conditional_cases, cast_cases,
               concat_cases, date_arithmetic_cases, zero_sign_cases, probe_finding_cases, calendar_clock_cases,
-              pre_epoch_fraction_cases, decimal_tie_cases, case_mapping_cases)  # fmt: skip
+              pre_epoch_fraction_cases, decimal_tie_cases, case_mapping_cases, string_coercion_cases)  # fmt: skip
 
 
 def operator_cases() -> Iterator[Case]:

@@ -74,7 +74,7 @@ REFUSALS = ("must be a literal", "integer literal", "only a fixed delimiter is s
             "SPLIT with a positive limit is not supported", "ELEMENT_AT index 0 is invalid",
             "with a DecimalFormat pattern", "SLICE start must be a non-zero integer", "ARRAY_JOIN of",
             "of a DOUBLE/FLOAT array is not supported", "is not supported: only integers",
-            "REGEXP_EXTRACT_ALL group", "ARRAY of arrays needs arrays of one element type", "looks outside its match", "can match the empty string", "follows Spark's ANSI type coercion, which is not supported")  # fmt: skip
+            "REGEXP_EXTRACT_ALL group", "ARRAY of arrays needs arrays of one element type", "looks outside its match", "can match the empty string")  # fmt: skip
 """Errors that refuse a form Spark accepts on purpose (docs/sql-functions.md): an argument that must
 be a literal (a pattern, a length, a format) so the expression stays one native Polars expression;
 a SPLIT by a regular expression or with a positive limit; an ELEMENT_AT index 0, which makes Spark stop
@@ -99,11 +99,6 @@ ANSI_DIFFERENCES: dict[str, tuple[Callable[[str], bool], str]] = {
         lambda sql: "PMOD(" in sql.upper() and any(ch in sql for ch in ".m"),
         "with ANSI on, Spark 3.5's PMOD of a DECIMAL raises NUMERIC_VALUE_OUT_OF_RANGE for values that fit "
         "(an intermediate of its own); we give the remainder",
-    ),
-    "make-date-fields": (
-        lambda sql: "MAKE_DATE(" in sql.upper() or "MAKE_TIMESTAMP" in sql.upper(),
-        "with ANSI on, Spark 3.5's MAKE_DATE/MAKE_TIMESTAMP raise java.time's DateTimeException (no error "
-        "class) on fields that form no valid date or time; we give NULL as with ANSI off",
     ),
 }
 

@@ -251,8 +251,11 @@ def _failed(error: Exception) -> Outcome:
     runtime = type(error).__name__ not in _ANALYSIS_ERRORS
     found = _ERROR_CLASS.search(str(error)) if runtime else None
     lines = str(error).splitlines()
-    # a Java exception wrapped by Py4J: its message is on a later line ("java.lang....Exception: ...")
-    found_cause = re.search(r"java\.lang\.[\w.$]*(?:Exception|Error): [^\n]*", str(error))
+    # a Java exception wrapped by Py4J: its message is on a later line ("java.lang....Exception: ...", or
+    # Spark's own "org.apache.spark.SparkDateTimeException: ..." of an error without a class)
+    found_cause = re.search(
+        r"(?:java\.lang\.[\w.$]*|org\.apache\.spark\.Spark\w*)(?:Exception|Error): [^\n]*", str(error)
+    )
     cause = found_cause.group(0) if found_cause else ""
     return Outcome(
         error=f"{type(error).__name__}: {lines[0][:200]}{' ' + cause[:300] if cause else ''}",
@@ -307,8 +310,8 @@ def compare(spark: Outcome, ours: Outcome) -> str | None:
 
 
 def _message(error: str) -> str:
-    """Our run-time error's message without where it happened (``... (in SQL expression ...``)."""
-    return error.split(" (in SQL expression")[0]
+    """Our run-time error's message without where it happened (``... (in [MAKE_DATE of] SQL expression ...``)."""
+    return re.split(r" \(in (?:\w+ of )?SQL expression", error)[0]
 
 
 def _same(mine: Any, theirs: Any) -> bool:

@@ -32,6 +32,15 @@ def test_casts_and_arithmetic_match_spark_in_ansi_mode(spark: Any) -> None:
     assert not report.mismatches, report.summary()
 
 
+def test_string_coercion_matches_spark_in_ansi_mode(spark: Any) -> None:
+    # with ANSI on, a STRING next to another type is cast to that type (raising on malformed text) or
+    # refused by the analyzer; the same corpus runs with ANSI off in test_operators_and_constructs_match_spark
+    report = check(spark, corpus.string_coercion_cases(), ansi=True)
+    assert report.cases > 900
+    assert report.raised > 100
+    assert not report.mismatches, report.summary()
+
+
 def generated_trees(count: int = TREES) -> list[str]:
     """``count`` random well-typed trees, the same on every run (derandomized hypothesis)."""
     collected: list[str] = []
