@@ -17,8 +17,10 @@ evaluated once with no cursor (its first tick: what it requests, how long it tak
 ``--rounds`` times with the cursor that tick left (a quiet tick: nothing changed), as the daemon
 evaluates it in the code server (``sensor.evaluate_tick``; the gRPC hop is not included). Each
 automation sensor's conditions are evaluated the same way (``dg.evaluate_automation_conditions`` over
-its selection), on an instance with no materialization. The machine's load average is recorded with the figures: on a
-shared host they vary with it.
+its selection), on an instance with no materialization; then again as Dagster's daemon evaluates them,
+in a process holding only the repository snapshot (``daemon_automation.py``: the daemon's own asset
+graph, heap and garbage collections, cursor compression included). The machine's load average is
+recorded with the figures: on a shared host they vary with it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +43,8 @@ sys.path.insert(0, str(REPOSITORY))
 
 import dagster as dg  # noqa: E402
 import polars as pl  # noqa: E402
+from dagster._core.remote_representation.external_data import RepositorySnap  # noqa: E402
+from dagster._serdes import serialize_value  # noqa: E402
 from deltalake import write_deltalake  # noqa: E402
 
 from datacoolie_core import FileProvider  # noqa: E402
@@ -139,6 +144,7 @@ def measure(n: int, rounds: int) -> dict[str, Any]:
         for sensor in defs.sensors or []:
             if isinstance(sensor, dg.AutomationConditionSensorDefinition):
                 figures[sensor.name] = _automation_figures(defs, instance, sensor.asset_selection, rounds)
+        figures["daemon_path"] = _daemon_path_figures(defs, root / "snapshot.json", rounds)
         figures["loadavg_after"] = os.getloadavg()
         return figures
 
@@ -161,6 +167,21 @@ def _automation_figures(
         "quiet_max_s": round(max(t for t, _ in quiet), 3),
         "quiet_runs": sum(r.total_requested for _, r in quiet),
     }
+
+
+def _daemon_path_figures(defs: dg.Definitions, snapshot: Path, rounds: int) -> dict[str, Any]:
+    """The automation sensors evaluated as the daemon evaluates them, in a process of their own."""
+    snapshot.write_text(serialize_value(RepositorySnap.from_def(defs.get_repository_def())), encoding="utf-8")
+    script = Path(__file__).with_name("daemon_automation.py")
+    done = subprocess.run(
+        [sys.executable, str(script), str(snapshot), "--rounds", str(rounds)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    figures: dict[str, Any] = {"snapshot_bytes": snapshot.stat().st_size}
+    for line in lines:
+        figures[line.pop("sensor", "load")] = line
+    return figures
 
 
 def main() -> None:

@@ -24,11 +24,13 @@ from deltalake import write_deltalake
 from datacoolie_dagster.automation.sensing.builder import unpack_cursor
 from datacoolie_dagster.automation.sensing.sensors import (
     AUTOMATED_TAG,
+    AUTOMATION_SENSOR_NAME,
     SOURCE_SENSOR_NAME,
     TRIGGER_TAG,
     SensorCursorError,
     automation_for,
     build_automation_sensor,
+    build_automation_sensors,
     build_source_sensors,
     fingerprint_digest,
     sensed_tables,
@@ -346,6 +348,24 @@ def test_bad_opt_out_value_names_the_dataflow(root: Path) -> None:
     (root / "metadata.json").write_text(json.dumps(document))
     with pytest.raises(Exception, match=r"configure\.dagster\.sensor \(dataflow 'audit_to_bronze'\)"):
         sensed_tables(table_assets(root))
+
+
+def test_past_150_tables_the_automation_is_split_over_two_sensors(root: Path) -> None:
+    """What one evaluation allocates sets how often the daemon's full garbage collection runs over
+    the whole asset graph: 151 tables with a condition get two sensors, each table in exactly one."""
+    follower = next(a for a in table_assets(root) if automation_for(a) is not None)
+    specs = [dg.AssetSpec(["silver", f"t{i}"], automation_condition=dg.AutomationCondition.eager()) for i in range(151)]
+    sensors = build_automation_sensors([TableAsset(follower.table, spec, None) for spec in specs])
+    assert [s.name for s in sensors] == [AUTOMATION_SENSOR_NAME, f"{AUTOMATION_SENSOR_NAME}_2"]
+
+    @dg.multi_asset(specs=specs, can_subset=True)
+    def tables():  # type: ignore[no-untyped-def]  # its outputs are never produced: only the graph is read
+        ...
+
+    graph = dg.Definitions(assets=[tables]).resolve_asset_graph()
+    shares = [s.asset_selection.resolve(graph) for s in sensors]
+    assert all(0 < len(share) < len(specs) for share in shares)
+    assert sorted(key for share in shares for key in share) == sorted(spec.key for spec in specs)
 
 
 def test_automation_only_on_unpartitioned_tables_with_datacoolie_upstreams(root: Path) -> None:

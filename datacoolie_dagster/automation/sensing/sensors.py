@@ -35,7 +35,7 @@ missing or in progress, so a lineage is followed level by level, each level afte
 one succeeded. A partitioned table whose upstreams are partitioned gets
 :func:`follow_upstream_partitions` instead: each of its partitions runs after the upstream
 partitions it reads (a month after all its days), in any window. :func:`build_automation_sensor`
-evaluates those conditions (:func:`build_automation_sensors`: one sensor per few hundred tables);
+evaluates those conditions (:func:`build_automation_sensors`: one sensor per ~150 tables);
 :func:`follow_upstreams` sets them, with explicit partition mappings.
 """
 
@@ -70,7 +70,7 @@ from datacoolie_dagster.location.translator import DataCoolieTranslator, with_pa
 
 SOURCE_SENSOR_NAME = "datacoolie_sources"
 AUTOMATION_SENSOR_NAME = "datacoolie_automation"
-AUTOMATION_SHARD_SIZE = 300
+AUTOMATION_SHARD_SIZE = 150
 """Tables with an automation condition per automation sensor (see :func:`build_automation_sensors`)."""
 TRIGGER_TAG = TRIGGER
 AUTOMATED_TAG = AUTOMATED
@@ -438,8 +438,12 @@ def build_automation_sensors(
     """The sensors evaluating the tables' automation conditions, at most about ``shard_size`` tables each.
 
     One evaluation costs Dagster a few milliseconds per table with a condition (its ~30 condition
-    nodes each get a context, an id and a serialized result in the cursor), so the code location
-    with ``k`` times ``shard_size`` such tables gets ``k`` sensors: ``datacoolie_automation``,
+    nodes each get a context, an id and a serialized result in the cursor), and more again in the
+    daemon's garbage collector: what an evaluation allocates lives until its end, and once that
+    reaches a quarter of the daemon's heap (the code location's asset graph) a full collection
+    walks the whole heap. At 300 tables per evaluation that came with most evaluations at 10,000
+    dataflows, at 150 with fewer than half (``docs/benchmarks.md``). So the code location with
+    ``k`` times ``shard_size`` such tables gets ``k`` sensors: ``datacoolie_automation``,
     ``datacoolie_automation_2``… each evaluating its share. A table's sensor is fixed by a digest of
     its key and the number of sensors: adding tables moves tables between sensors only when that
     number changes (a moved table's first evaluation by its new sensor takes the present as its
