@@ -78,19 +78,31 @@ def read_csv_strings(path: str, options: CsvOptions, *, label: str) -> pl.LazyFr
     return _fields(lines, list(names), options, quoted)
 
 
-@functools.lru_cache(maxsize=256)
+CACHED_LINE_CHARS = 65_536
+"""First lines up to this length are cached (a header); a longer one (a file without line breaks) is not kept."""
+
+
 def _first_line_columns(line: str, options: CsvOptions, quoted: bool) -> tuple[int, tuple[str, ...]]:
     """The width the first line sets and the column names (its fields with ``header``, else ``_c<i>``).
 
     Cached on the line: the files of one folder mostly share their header, and each uncached header
     costs two Polars queries (~2 ms) per file.
     """
+    if len(line) > CACHED_LINE_CHARS:
+        return _columns_of_line(line, options, quoted)
+    return _cached_columns_of_line(line, options, quoted)
+
+
+def _columns_of_line(line: str, options: CsvOptions, quoted: bool) -> tuple[int, tuple[str, ...]]:
     first = pl.LazyFrame({_LINE: [line]}, schema={_LINE: pl.String})
     width = _tokens(first, options, quoted).collect()[_TOKENS][0].len()
     placeholders = [f"_c{i}" for i in range(width)]
     if not options.header:
         return width, tuple(placeholders)
     return width, tuple(_names(list(_fields(first, placeholders, options, quoted).collect().row(0))))
+
+
+_cached_columns_of_line = functools.lru_cache(maxsize=256)(_columns_of_line)
 
 
 def _fields(lines: pl.LazyFrame, names: list[str], o: CsvOptions, quoted: bool) -> pl.LazyFrame:

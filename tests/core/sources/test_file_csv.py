@@ -18,6 +18,7 @@ from datacoolie_core.errors import SourceError
 from datacoolie_core.models.connection import Connection
 from datacoolie_core.models.dataflow import DataFlow
 from datacoolie_core.sources import ReadRange
+from datacoolie_core.sources.csv_text import CACHED_LINE_CHARS, _cached_columns_of_line
 from datacoolie_core.transforms import SchemaConverter, TransformContext
 from tests.core.sources.helpers import read, read_ok
 from tests.core.sources.test_file import business, file_source, folder_of, set_mtime, stored
@@ -196,6 +197,18 @@ def test_each_file_keeps_its_own_header_when_some_share_one(tmp_path: Path) -> N
     data = business(read_ok(csv_source(tmp_path)).data).sort("id")
     assert data.columns == ["id", "v", "w"]
     assert data.rows() == [("1", "x", None), ("2", None, "y"), ("3", "z", None), ("4", "a,b", None)]
+
+
+def test_a_header_longer_than_the_cached_length_reads_its_columns_and_is_not_kept(tmp_path: Path) -> None:
+    """A first line past ``CACHED_LINE_CHARS`` (a file without line breaks, a very wide header) is
+    read as any header is, and the header cache does not keep it."""
+    wide = "a" * (CACHED_LINE_CHARS + 1)
+    land(tmp_path, "a.csv", f"id,{wide}\n1,x\n")
+    before = _cached_columns_of_line.cache_info().currsize
+    data = business(read_ok(csv_source(tmp_path)).data)
+    assert data.columns == ["id", wide]
+    assert data.rows() == [("1", "x")]
+    assert _cached_columns_of_line.cache_info().currsize == before
 
 
 def test_bad_json_line_names_the_file(tmp_path: Path) -> None:

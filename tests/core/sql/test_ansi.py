@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from datacoolie_core.models.runtime import DataFlowRuntimeInfo
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from datacoolie_core.sql import SqlExpressionError, compile_expression
 from datacoolie_core.sql.ansi import SparkAnsiError
@@ -225,15 +226,21 @@ def test_ansi_casts_raise_only_on_rows_spark_evaluates_them_on(sql: str) -> None
     frame.select(compile_expression(sql, schema=frame.schema, ansi=True))
 
 
-def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path: Path) -> None:
+def _run_strict_and_lenient(
+    tmp_path: Path, column: str, expression: str
+) -> tuple[Lake, dict[str, DataFlowRuntimeInfo]]:
+    """The same computed column in two dataflows, ``strict`` with ANSI on and ``lenient`` without; their runtimes."""
     lake = Lake(tmp_path)
-    transform = {"additional_columns": [{"column": "per_unit", "expression": "CAST(amount AS INT) DIV (order_id - 2)"}]}
+    transform = {"additional_columns": [{"column": column, "expression": expression}]}
     lake.add("strict", transform=transform, configure={"spark.sql.ansi.enabled": "true"})
     lake.add("lenient", transform=transform)
     lake.write()
-
     with DataCoolieDriver(metadata_base_path=lake.metadata_path, log_base_path=lake.logs) as driver:
-        runtimes = {r.dataflow_name: r for r in driver.run().runtimes}
+        return lake, {r.dataflow_name: r for r in driver.run().runtimes}
+
+
+def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path: Path) -> None:
+    lake, runtimes = _run_strict_and_lenient(tmp_path, "per_unit", "CAST(amount AS INT) DIV (order_id - 2)")
 
     strict = runtimes["strict"]
     assert isinstance(strict.exception, SparkAnsiError)
@@ -244,14 +251,7 @@ def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path:
 
 
 def test_a_dataflow_with_ansi_on_fails_on_an_invalid_made_date_naming_it_and_writes_nothing(tmp_path: Path) -> None:
-    lake = Lake(tmp_path)
-    transform = {"additional_columns": [{"column": "due", "expression": "make_date(2024, 2, 27 + order_id)"}]}
-    lake.add("strict", transform=transform, configure={"spark.sql.ansi.enabled": "true"})
-    lake.add("lenient", transform=transform)
-    lake.write()
-
-    with DataCoolieDriver(metadata_base_path=lake.metadata_path, log_base_path=lake.logs) as driver:
-        runtimes = {r.dataflow_name: r for r in driver.run().runtimes}
+    lake, runtimes = _run_strict_and_lenient(tmp_path, "due", "make_date(2024, 2, 27 + order_id)")
 
     strict = runtimes["strict"]
     assert isinstance(strict.exception, SparkAnsiError)
