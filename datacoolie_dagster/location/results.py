@@ -28,11 +28,16 @@ def open_delta_table(table: DestinationTable) -> DeltaTable | None:
     path = table.path
     if not path or table.first.destination.connection.format != "delta":
         return None
+    return open_delta_path(path)
+
+
+def open_delta_path(path: str, version: int | None = None) -> DeltaTable | None:
+    """The Delta table at ``path``, at ``version`` (``None``: the latest); ``None`` when there is none."""
     from deltalake import DeltaTable  # in the step that wrote: a code server never loads deltalake for it
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        return DeltaTable(table_uri(path), storage_options=delta_storage_options(path))
+        return DeltaTable(table_uri(path), version=version, storage_options=delta_storage_options(path))
     except (TableNotFoundError, OSError):
         return None
 

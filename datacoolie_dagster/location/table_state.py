@@ -19,9 +19,10 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from datacoolie_core.api import DataFlowRuntimeInfo, WindowSpec, delta_storage_options, table_uri
+from datacoolie_core.api import DataFlowRuntimeInfo, WindowSpec
 from datacoolie_dagster import constants
 from datacoolie_dagster.location.partitions import TablePartitioning
+from datacoolie_dagster.location.results import open_delta_path
 from datacoolie_dagster.location.touched_partitions import partition_rows, window_spec
 
 if TYPE_CHECKING:
@@ -107,13 +108,7 @@ def _as_of(table: DeltaTable | None, path: str, version: int | None) -> DeltaTab
     version, else that version opened (a later write landed after the one described)."""
     if table is None or version is None or table.version() == version:
         return table
-    from deltalake import DeltaTable
-    from deltalake.exceptions import TableNotFoundError
-
-    try:
-        return DeltaTable(table_uri(path), version=version, storage_options=delta_storage_options(path))
-    except (TableNotFoundError, OSError):
-        return None
+    return open_delta_path(path, version)
 
 
 def partition_counts(
