@@ -21,7 +21,7 @@ The four implementations of each job, all writing ``<root>/work/bench/<scenario>
 - ``datacoolie``: DataCoolie 0.2.0's driver on the same metadata file, set up as its README's
   quick start does (``PolarsEngine(platform=LocalPlatform())``).
 - ``dlt``: dlt 1.31's documented fastest Arrow path: the bare job's frames, as Arrow tables (one per
-  landing file), handed to ``pipeline.run(..., table_format="delta")`` on the ``filesystem``
+  landing file; JSON lines typed over every line, as ours and plain type them, so all three parse alike), handed to ``pipeline.run(..., table_format="delta")`` on the ``filesystem``
   destination (``write_disposition="append"``; ``merge`` with the ``upsert`` strategy on the key for
   merge_upsert). dlt's ``direct`` naming keeps the column names as they are. Its pipeline working
   folder lives in the job's state folder, so every run starts fresh, as the other jobs do.
@@ -154,7 +154,7 @@ def run_dlt(root: Path, scenario: str) -> None:
     if scenario.endswith("_append"):
         fmt = scenario.split("_")[0]
         files = sorted(landing_folder(root, fmt).glob(f"*.{fmt}"))
-        scanners = {"parquet": pl.scan_parquet, "jsonl": pl.scan_ndjson, "csv": _scan_csv_text}
+        scanners = {"parquet": pl.scan_parquet, "jsonl": _scan_every_line, "csv": _scan_csv_text}
         data: Any = (scanners[fmt](path).collect().to_arrow() for path in files)
     elif scenario == "merge_upsert":
         data = pl.read_parquet(merge_file(root)).to_arrow()
