@@ -1,4 +1,4 @@
-"""What a fresh process loads for the light entry points (issue 13): no speed asserted, only ``sys.modules``.
+"""What a fresh process loads for the light entry points: no speed asserted, only ``sys.modules``.
 
 ``import datacoolie_core`` and ``datacoolie --help`` start every command, Dagster step subprocess and
 code server; they must not pay for Dagster, Polars, sqlglot (and its optimizer), deltalake, pyarrow or

@@ -20,27 +20,33 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from datacoolie_core.errors import DataCoolieError
-from datacoolie_core.logging.execution_logger import Scrubber
-from datacoolie_core.models.dataflow import DataFlow
-from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
-from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult, utc_now
-from datacoolie_core.orchestration.dataflow_tasks import (
-    ChunkObserver,
-    ExecutionServices,
-    WriterLocks,
-    blocked_record,
-    dry_run_check,
-    execute_etl,
-    execute_maintenance,
-    execute_replay,
-)
-from datacoolie_core.orchestration.distributor import JobDistributor
-from datacoolie_core.orchestration.maintenance import maintenance_block_reason, select_maintenance_targets
-from datacoolie_core.orchestration.parallel_executor import ParallelExecutor
-from datacoolie_core.orchestration.preparation import QueryRoots
-from datacoolie_core.orchestration.wiring import Components, assemble, teardown
-from datacoolie_core.process_exit import skip_final_collection
+from datacoolie_core.gc_pause import cyclic_gc_paused
+
+# The engine's modules build ~15,000 objects that live as long as the process (the metadata models,
+# classes, compiled patterns): no collection during their import can free any of them, and the ones
+# it would run leave the next full collection due in the caller's first dataflow (datacoolie_core.gc_pause).
+with cyclic_gc_paused():
+    from datacoolie_core.errors import DataCoolieError
+    from datacoolie_core.logging.execution_logger import Scrubber
+    from datacoolie_core.models.dataflow import DataFlow
+    from datacoolie_core.models.run_config import DataCoolieRunConfig, ReplayConfig
+    from datacoolie_core.models.runtime import DataFlowRuntimeInfo, ExecutionResult, utc_now
+    from datacoolie_core.orchestration.dataflow_tasks import (
+        ChunkObserver,
+        ExecutionServices,
+        WriterLocks,
+        blocked_record,
+        dry_run_check,
+        execute_etl,
+        execute_maintenance,
+        execute_replay,
+    )
+    from datacoolie_core.orchestration.distributor import JobDistributor
+    from datacoolie_core.orchestration.maintenance import maintenance_block_reason, select_maintenance_targets
+    from datacoolie_core.orchestration.parallel_executor import ParallelExecutor
+    from datacoolie_core.orchestration.preparation import QueryRoots
+    from datacoolie_core.orchestration.wiring import Components, assemble, teardown
+    from datacoolie_core.process_exit import skip_final_collection
 
 _LOG = logging.getLogger("datacoolie.driver")
 

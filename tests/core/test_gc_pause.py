@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,21 @@ def test_loading_a_document_leaves_the_collector_as_it_was(tmp_path: Path) -> No
     document = load_document(path)
     assert document.issues  # the dataflow has no source or destination: reported, not raised
     assert gc.isenabled()
+
+
+def test_importing_the_driver_runs_no_collection_over_its_modules() -> None:
+    # A fresh process: the engine's modules are long-lived, so collecting during their import frees
+    # nothing and leaves the next full collection due in the caller's first dataflow.
+    probe = (
+        "import gc, json, polars, deltalake\n"
+        "seen = []\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and seen.append(info['generation']))\n"
+        "import datacoolie_core.orchestration.driver\n"
+        "print(json.dumps({'collections': seen, 'enabled': gc.isenabled()}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["enabled"]
+    # unpaused, some forty; paused, those the module's own definitions after the pause make due
+    assert len(report["collections"]) <= 3, report
+    assert 2 not in report["collections"], report
