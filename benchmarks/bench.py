@@ -24,7 +24,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from datacoolie_peer import DEFAULT_VENV, DLT_REQUIREMENT, DLT_VENV, REQUIREMENT, PeerUnavailable, ensure_peer
-from dataset import SCENARIOS, metadata, prepare_data, prepare_state
+from dataset import SCENARIOS, data_code, metadata, prepare_data, prepare_state
 from harness import METRICS, Sample, compile_sources, environment, ratios, rotated, run_child, spread
 from verify import keep_output, verify
 
@@ -90,13 +90,14 @@ def _pythons(impls: list[str], venvs: dict[str, Path]) -> dict[str, Path]:
 
 
 def _prepare(root: Path, rows: int) -> None:
-    """The data (once per row count) and the metadata file (every run; it names this root's paths)."""
+    """The data (once per row count and data code) and the metadata file (every run; it names this root's paths)."""
     marker = root / "rows.json"
-    if not marker.exists() or json.loads(marker.read_text()) != rows:
+    made = {"rows": rows, "code": data_code()}
+    if not marker.exists() or json.loads(marker.read_text()) != made:
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
         prepare_data(root, rows)
-        marker.write_text(json.dumps(rows))
+        marker.write_text(json.dumps(made))
     (root / "meta").mkdir(exist_ok=True)
     (root / "meta" / "metadata.json").write_text(json.dumps(metadata(root), indent=2))
 

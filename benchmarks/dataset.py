@@ -1,8 +1,9 @@
 """The benchmark data, the one metadata file every metadata-driven implementation runs, and job state.
 
 Data: a seeded orders set (order_id, customer_id, status, amount, quantity, created_at, updated_at,
-note), landed as 4 files per format; a Delta table of the same rows with system columns (the
-merge target and the incremental source); a merge batch of changed keys (10 % of the rows) and
+note), landed as 4 files per format; a Delta table of the same rows with the seven lineage and
+system columns, as an earlier load of the landed files leaves it (the merge target and the
+incremental source); a merge batch of changed keys (10 % of the rows) and
 new ones (2 %): 120k into 1M; the stored watermark of the incremental read (the newest 10 % are
 past it).
 """
@@ -55,7 +56,10 @@ def prepare_data(root: Path, rows: int) -> None:
         for index, part in enumerate(frame.iter_slices(rows // 4)):
             path = folder / f"part-{index:02d}.{fmt}"
             {"parquet": part.write_parquet, "jsonl": part.write_ndjson, "csv": part.write_csv}[fmt](path)
-    with_system = frame.with_columns(
+    with_system = frame.with_columns(  # an earlier load of the landed parquet files, as DataCoolie writes it
+        pl.lit("part-00.parquet").alias("__file_name"),
+        pl.lit(str(landing_folder(root, "parquet") / "part-00.parquet")).alias("__file_path"),
+        pl.lit(BASE_TIME).alias("__file_modification_time"),
         pl.lit(BASE_TIME).alias("__created_at"),
         pl.lit(BASE_TIME).alias("__updated_at"),
         pl.lit("DataCoolie").alias("__updated_by"),
@@ -68,6 +72,14 @@ def prepare_data(root: Path, rows: int) -> None:
     pl.concat([changed, new]).write_parquet(merge_file(root))
     watermark = frame["updated_at"].quantile(0.9, "nearest")
     (root / "templates" / "watermark.json").write_text(json.dumps({"updated_at": watermark.isoformat()}))
+
+
+def data_code() -> str:
+    """A digest of the code that makes the data: data made by other code is made again."""
+    import hashlib
+    import inspect
+
+    return hashlib.sha256((inspect.getsource(orders) + inspect.getsource(prepare_data)).encode()).hexdigest()[:16]
 
 
 def landing_folder(root: Path, fmt: str) -> Path:
