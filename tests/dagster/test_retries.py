@@ -222,6 +222,7 @@ def test_an_evaluation_without_a_retry_says_why_in_words(test_instance: dg.Dagst
     assert (quiet.run_requests, quiet.skip_message) == ([], "no failed automated run to retry")
 
     _fail_run(test_instance, {AUTOMATED: "true"})
+    clock.now = time.time()  # not before the run ended: its delay counts from the later of the two
     context = dg.build_sensor_context(
         instance=test_instance, cursor=quiet.cursor, definitions=dg.Definitions(jobs=[always_fails])
     )
@@ -373,6 +374,7 @@ def test_a_retry_stays_in_its_live_backfill_which_waits_for_it(test_instance: dg
     clock = _Clock(time.time())
     sensor = build_retry_sensor(base_delay_seconds=BASE, asset_job=LETTERS_JOB, clock=clock)
     failed = _materialize_letter(test_instance, {BACKFILL_TAG: backfill_id})
+    clock.now = time.time()  # not before the run ended: its delay counts from the later of the two
     assert failed.status == dg.DagsterRunStatus.FAILURE
     assert not _backfill_waits(test_instance, backfill_id)  # Dagster #34204: before the retry is decided
 
