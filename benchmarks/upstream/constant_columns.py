@@ -21,6 +21,7 @@ all threads of this process) and wall time, and the written bytes.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import statistics
@@ -200,7 +201,7 @@ def main() -> None:
             shift = round_index % len(names)
             for name in names[shift:] + names[:shift]:
                 target = root / "t"
-                spent = timed(lambda name=name, target=target: table[name](target))
+                spent = timed(functools.partial(table[name], target))
                 cpu[name].append(spent[0])
                 wall[name].append(spent[1])
                 size[name] = folder_bytes(target if target.exists() else Path(str(target) + ".parquet"))

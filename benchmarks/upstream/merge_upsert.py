@@ -104,7 +104,7 @@ def by_hand(target: Path, source: pl.DataFrame, *, new_columns: bool = False) ->
 def variants(rows: int) -> dict[str, Callable[[Path], dict[str, Any]]]:
     source = source_batch(rows, lineage=False)
     widened = source_batch(rows, lineage=True)
-    low, high = source[KEY].min(), source[KEY].max()
+    low, high = int(source[KEY].min()), int(source[KEY].max())  # type: ignore[arg-type]
     hint = f"t.{KEY} = s.{KEY} AND t.{KEY} >= {low} AND t.{KEY} <= {high}"
     no_stats = WriterProperties(
         compression="SNAPPY", default_column_properties=ColumnProperties(statistics_enabled="NONE")
@@ -191,8 +191,10 @@ def main() -> None:
             f"{name:40} {statistics.median(cpu[name]):7.3f} {statistics.median(wall[name]):7.3f}"
             f"  {statistics.median(ratio):.2f} ({min(ratio):.2f}-{max(ratio):.2f})"
         )
-    shown = ("num_target_files_scanned", "num_target_files_skipped_during_scan", "num_target_rows_copied")
-    shown += ("num_target_rows_updated", "num_output_rows", "execution_time_ms", "scan_time_ms", "rewrite_time_ms")
+    shown = [
+        *("num_target_files_scanned", "num_target_files_skipped_during_scan", "num_target_rows_copied"),
+        *("num_target_rows_updated", "num_output_rows", "execution_time_ms", "scan_time_ms", "rewrite_time_ms"),
+    ]
     print("\nthe MERGE's own metrics (last round):")
     for name in names:
         if metrics[name]:
