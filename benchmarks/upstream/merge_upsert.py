@@ -15,17 +15,22 @@ columns the target lacks (the same done by hand: a diagonal concat and ``schema_
 Self-contained: stdlib + polars + deltalake + pyarrow; the data is generated in a temporary
 directory that is removed at the end. Each variant runs on a fresh copy of the target, ``--rounds``
 times, interleaved and rotated; the median CPU (``time.process_time``, all threads of this process)
-and wall time are printed, with the MERGE's own metrics.
+and wall time are printed, with the MERGE's own metrics. ``--peak-rss`` runs the default MERGE and
+the by-hand upsert each in a fresh process instead, for their peak memory (Linux: ``VmHWM``).
 
     python benchmarks/upstream/merge_upsert.py --rows 500000 --rounds 3
+    python benchmarks/upstream/merge_upsert.py --rows 1000000 --files 1 --rounds 3 --peak-rss
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -142,12 +147,65 @@ def check_equal(root: Path, template: Path, table: dict[str, Callable[[Path], di
         print(f"checked: '{merged}' and '{manual}' leave equal tables ({results[0].height} rows)")
 
 
+ISOLATED = ("merge (defaults: streamed_exec=True)", "by hand: read, anti-join, overwrite")
+
+
+def high_water_kib() -> int:
+    """This process's peak RSS (Linux ``VmHWM``; ``ru_maxrss`` would carry the parent's peak across exec)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status: --peak-rss needs Linux")
+
+
+def run_child(name: str, target: Path, rows: int) -> None:
+    """One variant in this fresh process: its CPU and the process's peak RSS before and after it."""
+    table = variants(rows)
+    before = high_water_kib()
+    started = time.process_time()
+    table[name](target)
+    spent = time.process_time() - started
+    print(json.dumps({"cpu": spent, "before": before, "peak": high_water_kib()}))
+
+
+def peak_rss(root: Path, template: Path, rows: int, rounds: int) -> None:
+    """The default MERGE and the by-hand upsert, each in a fresh process, alternated; peak RSS in MiB."""
+    seen: dict[str, list[dict[str, float]]] = {name: [] for name in ISOLATED}
+    for round_index in range(rounds):
+        for name in ISOLATED[round_index % 2 :] + ISOLATED[: round_index % 2]:
+            target = root / "target"
+            shutil.copytree(template, target)
+            command = [sys.executable, __file__, "--child", name, "--target", str(target), "--rows", str(rows)]
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            seen[name].append(json.loads(done.stdout.splitlines()[-1]))
+            shutil.rmtree(target)
+    print(f"target rows={rows}, one process per variant, rounds={rounds}, load={os.getloadavg()[0]:.2f}")
+    for name, runs in seen.items():
+        cpu = statistics.median(run["cpu"] for run in runs)
+        before = statistics.median(run["before"] / 1024 for run in runs)
+        peaks = [run["peak"] / 1024 for run in runs]
+        print(
+            f"{name:40} CPU {cpu:.3f} s, peak RSS {statistics.median(peaks):.0f} MiB"
+            f" ({min(peaks):.0f}-{max(peaks):.0f}; {before:.0f} before the upsert)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--files", type=int, default=4, help="files of the target table (one append each)")
+    parser.add_argument(
+        "--peak-rss",
+        action="store_true",
+        help="instead: the default MERGE and the by-hand upsert, each in a fresh process",
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--target", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        run_child(args.child, Path(args.target), args.rows)
+        return
 
     root = Path(tempfile.mkdtemp(prefix="merge-upsert-"))
     try:
@@ -156,6 +214,9 @@ def main() -> None:
         # several files, as a table grown by appends has
         for part in target_frame.iter_slices(-(-args.rows // args.files)):
             write_deltalake(str(template), part, mode="append")
+        if args.peak_rss:
+            peak_rss(root, template, args.rows, args.rounds)
+            return
         table = variants(args.rows)
         check_equal(root / "check", template, table)
         names = list(table)
