@@ -14,7 +14,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from datacoolie_core import DataCoolieRunConfig, DataFlow, FileProvider
-from datacoolie_core.errors import MetadataError
+from datacoolie_core.errors import MetadataError, TransientError
+from datacoolie_core.orchestration import dataflow_tasks
+from datacoolie_core.orchestration.dataflow_runner import run_dataflow
 from datacoolie_core.orchestration.distributor import JobDistributor
 from datacoolie_core.orchestration.driver import DataCoolieDriver
 from tests.core.orchestration import driver_support
@@ -223,6 +225,37 @@ def test_a_transient_failure_is_retried_and_the_rows_are_written_once(tmp_path: 
     assert_frame_equal(lake.table("orders").select(BUSINESS[:2]), driver_support.orders_frame().select(BUSINESS[:2]))
     (row,) = dataflow_rows(lake.logs)
     assert (row["status"], row["retry_attempts"]) == ("succeeded", 2)
+
+
+def test_every_attempt_runs_on_its_own_copy_of_the_prepared_dataflow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a failed attempt changed in its dataflow is not seen by the next attempt."""
+    lake = Lake(tmp_path)
+    lake.add("orders").write()
+    attempts: list[DataFlow] = []
+
+    def first_attempt_changes_its_dataflow_then_fails(dataflow: DataFlow, run: Any, **kwargs: Any) -> Any:
+        attempts.append(dataflow)
+        if len(attempts) == 1:
+            dataflow.source.configure.read_options["changed_by"] = "attempt 1"
+            dataflow.destination.connection.configure.base_path = str(tmp_path / "elsewhere")
+            raise TransientError("the first attempt fails after changing its dataflow")
+        return run_dataflow(dataflow, run, **kwargs)
+
+    monkeypatch.setattr(dataflow_tasks, "run_dataflow", first_attempt_changes_its_dataflow_then_fails)
+    with DataCoolieDriver(metadata_base_path=lake.metadata_path, config=config(retry_count=2)) as driver:
+        (runtime,) = driver.run().runtimes
+
+    assert (runtime.status, runtime.retry_attempts) == ("succeeded", 1), runtime.error_message
+    first, second = attempts
+    assert second is not first
+    assert second.source is not first.source
+    assert second.destination.connection is not first.destination.connection
+    assert "changed_by" not in second.source.configure.read_options
+    assert second.destination.connection.configure.base_path == str(lake.root / "lake")
+    assert lake.has_table("orders")
+    assert not (tmp_path / "elsewhere").exists()
 
 
 def test_a_metadata_class_failure_is_not_retried(tmp_path: Path) -> None:
