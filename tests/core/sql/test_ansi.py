@@ -239,13 +239,17 @@ def _run_strict_and_lenient(
         return lake, {r.dataflow_name: r for r in driver.run().runtimes}
 
 
+def _assert_strict_failed_writing_nothing(lake: Lake, runtimes: dict[str, DataFlowRuntimeInfo], message: str) -> None:
+    strict = runtimes["strict"]
+    assert isinstance(strict.exception, SparkAnsiError)
+    assert message in (strict.error_message or "")
+    assert not lake.has_table("strict")
+
+
 def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path: Path) -> None:
     lake, runtimes = _run_strict_and_lenient(tmp_path, "per_unit", "CAST(amount AS INT) DIV (order_id - 2)")
 
-    strict = runtimes["strict"]
-    assert isinstance(strict.exception, SparkAnsiError)
-    assert "[DIVIDE_BY_ZERO]" in (strict.error_message or "")
-    assert not lake.has_table("strict")
+    _assert_strict_failed_writing_nothing(lake, runtimes, "[DIVIDE_BY_ZERO]")
     assert runtimes["lenient"].exception is None
     assert lake.table("lenient")["per_unit"].to_list() == [-10, None, 30]
 
@@ -253,10 +257,7 @@ def test_a_dataflow_with_ansi_on_fails_on_a_bad_row_and_writes_nothing(tmp_path:
 def test_a_dataflow_with_ansi_on_fails_on_an_invalid_made_date_naming_it_and_writes_nothing(tmp_path: Path) -> None:
     lake, runtimes = _run_strict_and_lenient(tmp_path, "due", "make_date(2024, 2, 27 + order_id)")
 
-    strict = runtimes["strict"]
-    assert isinstance(strict.exception, SparkAnsiError)
-    assert "Invalid date 'FEBRUARY 30' (in MAKE_DATE of SQL expression" in (strict.error_message or "")
-    assert not lake.has_table("strict")
+    _assert_strict_failed_writing_nothing(lake, runtimes, "Invalid date 'FEBRUARY 30' (in MAKE_DATE of SQL expression")
     assert lake.table("lenient")["due"].to_list() == [date(2024, 2, 28), date(2024, 2, 29), None]
 
 
