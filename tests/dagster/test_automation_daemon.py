@@ -87,11 +87,22 @@ def quiet(daemon: Daemon, instance: dg.DagsterInstance, names: tuple[str, ...], 
         wait_until(lambda n=name: ticks(instance, n) >= seen[n] + count, TIMEOUT, what, daemon.root / "daemon.log")  # type: ignore[misc]
 
 
-def stopped(daemon: Daemon, instance: dg.DagsterInstance, name: str) -> None:
+def stopped(daemon: Daemon, instance: dg.DagsterInstance, name: str, attempts: int = 3) -> None:
     """``name`` was stopped and the daemon has seen it: two more ticks of another sensor (the daemon
-    reads the sensors' states again on each pass), and no tick of ``name`` left in progress."""
-    quiet(daemon, instance, (WATERMARK_SENSOR_NAME,), count=2)
-    wait_until(lambda: not tick_in_progress(instance, name), TIMEOUT, f"{name}'s last tick", daemon.root / "daemon.log")
+    reads the sensors' states again on each pass), no tick of ``name`` left in progress, and its
+    stored state still stopped.
+
+    Dagster's sensor daemon can store a tick's state over a stop that landed during that tick, and
+    the sensor then runs on (seen once with PostgreSQL); the stop is given again until it holds.
+    """
+    for _ in range(attempts):
+        quiet(daemon, instance, (WATERMARK_SENSOR_NAME,), count=2)
+        log = daemon.root / "daemon.log"
+        wait_until(lambda: not tick_in_progress(instance, name), TIMEOUT, f"{name}'s last tick", log)
+        if all(str(s.status.value) == "STOPPED" for s in instance.all_instigator_state() if s.name == name):
+            return
+        sensor(daemon, "stop", name)
+    raise AssertionError(f"{name} is still running after {attempts} stops")
 
 
 def tick_in_progress(instance: dg.DagsterInstance, name: str) -> bool:
